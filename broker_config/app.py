@@ -1,0 +1,15 @@
+"""The Celery app both sides configure identically (the worker registers the task on it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from celery import Celery
+
+from broker_config.settings import celery_settings
+
+
+def make_celery_app(broker_url: str, broker_folder: Path, main: str = "tradewind") -> Celery:
+    app = Celery(main, set_as_current=False)
+    app.conf.update(celery_settings(broker_url, broker_folder))
+    return app

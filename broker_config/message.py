@@ -1,0 +1,38 @@
+"""The task-instance message: ids only, JSON, one per (task instance, try)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class InvalidMessage(ValueError):
+    """A broker message that is not a task-instance message."""
+
+
+class TaskInstanceMessage(BaseModel):
+    """What a worker needs to find and claim one try; the dag/task ids are for logs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ti_id: int = Field(gt=0)
+    try_number: int = Field(ge=1)
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int = -1
+
+    def describe(self) -> str:
+        index = f"[{self.map_index}]" if self.map_index >= 0 else ""
+        return f"{self.dag_id}/{self.run_id}/{self.task_id}{index} try {self.try_number}"
+
+
+def parse_message(payload: Any) -> TaskInstanceMessage:
+    """Validate a received payload; one line naming what is wrong otherwise."""
+    try:
+        return TaskInstanceMessage.model_validate(payload)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "message"
+        raise InvalidMessage(f"malformed task-instance message: {where}: {first['msg']}") from None

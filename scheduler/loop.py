@@ -1,0 +1,163 @@
+"""The scheduler loop: sync DAGs, schedule every active run, rescue what stopped moving.
+
+Each run is scheduled in its own short transaction holding its row lock (``FOR UPDATE SKIP
+LOCKED``), so several schedulers share the work without a global lock; messages are published
+only after the transaction that queued them commits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from celery import Celery
+from sqlalchemy import select
+
+from broker_config import make_celery_app, publish_many
+from scheduler.dag_sync import sync_dags
+from state.db import session_scope
+from state.enums import DagRunState
+from state.liveness import (
+    dag_tasks,
+    fail_queued,
+    find_stalled_queued,
+    find_zombies,
+    give_up_try,
+    resend_queued,
+)
+from state.models import DagModel, DagRun, utcnow
+from state.scheduling import Enqueue, schedule_run_by_pk
+from state.values import purge_expired_states
+from tradewind.loader import dag_files
+from tradewind.settings import Settings
+
+log = logging.getLogger("tradewind.scheduler")
+
+
+@dataclass
+class LoopStats:
+    runs: int = 0
+    queued: int = 0
+    resent: int = 0
+    zombies: int = 0
+
+
+@dataclass
+class Scheduler:
+    settings: Settings
+    app: Celery | None = None
+    _files_seen: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.app is None:
+            self.app = make_celery_app(self.settings.broker, self.settings.broker_folder)
+        self.url = self.settings.sql_url
+
+    def run_forever(self, stop: threading.Event | None = None) -> None:
+        stop = stop or threading.Event()
+        log.info("scheduler started: DAGs in %s", self.settings.resolved_dags_folder)
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("scheduler loop failed; trying again")
+            stop.wait(
+                max(0.0, self.settings.scheduler_interval_seconds - (time.monotonic() - started))
+            )
+
+    def run_once(self) -> LoopStats:
+        stats = LoopStats()
+        self.sync_if_changed()
+        self._schedule_runs(stats)
+        self._rescue_stalled_queued(stats)
+        self._reap_zombies(stats)
+        with session_scope(self.url) as session:
+            purge_expired_states(session)
+        return stats
+
+    def sync_if_changed(self, force: bool = False) -> None:
+        folder = self.settings.resolved_dags_folder
+        seen = {str(path): path.stat().st_mtime for path in dag_files(folder)}
+        if not force and seen == self._files_seen:
+            return
+        with session_scope(self.url) as session:
+            result = sync_dags(session, Path(folder))
+        self._files_seen = seen
+        for path, error in result.import_errors.items():
+            log.error("DAG file %s does not import: %s", path, error)
+        if result.changed:
+            log.info("DAGs updated: %s", ", ".join(sorted(result.changed)))
+
+    def _publish(self, ready: list[Enqueue]) -> None:
+        if ready:
+            assert self.app is not None
+            publish_many(self.app, ready)
+
+    def _schedule_runs(self, stats: LoopStats) -> None:
+        with session_scope(self.url) as session:
+            run_pks = session.scalars(
+                select(DagRun.id)
+                .join(DagModel, DagModel.dag_id == DagRun.dag_id)
+                .where(
+                    DagRun.state.in_([DagRunState.QUEUED, DagRunState.RUNNING]),
+                    DagModel.is_paused.is_(False),
+                )
+                .order_by(DagRun.id)
+            ).all()
+        for run_pk in run_pks:
+            with session_scope(self.url) as session:
+                ready = schedule_run_by_pk(session, run_pk)
+            self._publish(ready)
+            stats.runs += 1
+            stats.queued += len(ready)
+
+    def _rescue_stalled_queued(self, stats: LoopStats) -> None:
+        now = utcnow()
+        cutoff = now - dt.timedelta(seconds=self.settings.task_queued_timeout_seconds)
+        with session_scope(self.url) as session:
+            resend: list[Enqueue] = []
+            for ti in find_stalled_queued(session, cutoff):
+                if ti.queued_resends >= self.settings.max_queued_resends:
+                    sends = ti.queued_resends + 1
+                    error = f"queued too long: its message was sent {sends} times, never started"
+                    if fail_queued(session, ti, error, now):
+                        log.error("%s.%s: %s", ti.dag_id, ti.task_id, error)
+                    continue
+                resend += [_enqueue_of(row) for row in resend_queued(session, ti, now)]
+        self._publish(resend)
+        stats.resent += len(resend)
+
+    def _reap_zombies(self, stats: LoopStats) -> None:
+        now = utcnow()
+        cutoff = now - dt.timedelta(seconds=self.settings.zombie_threshold_seconds)
+        with session_scope(self.url) as session:
+            for ti in find_zombies(session, cutoff):
+                error = f"zombie: no heartbeat for over {self.settings.zombie_threshold_seconds:g}s"
+                target = give_up_try(session, ti, error, now, dag_tasks(session, ti.dag_id))
+                if target is not None:
+                    stats.zombies += 1
+                    log.warning(
+                        "%s.%s try %s: %s -> %s",
+                        ti.dag_id,
+                        ti.task_id,
+                        ti.try_number,
+                        error,
+                        target,
+                    )
+
+
+def _enqueue_of(ti: object) -> Enqueue:
+    return Enqueue(
+        ti.id,
+        ti.try_number,
+        ti.dag_id,
+        ti.run_id,
+        ti.task_id,
+        ti.map_index,
+        ti.queue,  # type: ignore[attr-defined]
+    )

@@ -1,0 +1,68 @@
+"""The states of task instances and DAG runs, and the transitions allowed between them.
+
+The allowed transitions are data: ``transition()`` in ``state/transitions.py`` refuses any move
+that is not listed here, so a bug shows up as an error instead of a silently corrupted run.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TaskInstanceState(StrEnum):
+    NONE = "none"
+    SCHEDULED = "scheduled"
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    UP_FOR_RETRY = "up_for_retry"
+    SKIPPED = "skipped"
+    UPSTREAM_FAILED = "upstream_failed"
+    REMOVED = "removed"
+
+
+class DagRunState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+
+
+TI = TaskInstanceState
+
+#: States a task instance never leaves without a clear.
+FINISHED: frozenset[TaskInstanceState] = frozenset(
+    {TI.SUCCESS, TI.FAILED, TI.SKIPPED, TI.UPSTREAM_FAILED, TI.REMOVED}
+)
+#: States that hold a worker slot or are about to.
+ACTIVE: frozenset[TaskInstanceState] = frozenset({TI.QUEUED, TI.RUNNING})
+
+_CLEARABLE = {TI.SUCCESS, TI.FAILED, TI.SKIPPED, TI.UPSTREAM_FAILED, TI.UP_FOR_RETRY}
+
+TASK_INSTANCE_TRANSITIONS: dict[TaskInstanceState, frozenset[TaskInstanceState]] = {
+    TI.NONE: frozenset({TI.SCHEDULED, TI.SKIPPED, TI.UPSTREAM_FAILED, TI.REMOVED}),
+    TI.SCHEDULED: frozenset({TI.QUEUED, TI.NONE, TI.REMOVED}),
+    # queued -> queued is the re-send of a lost message; queued -> failed/up_for_retry
+    # ends a try whose message was re-sent or delivered too many times.
+    TI.QUEUED: frozenset({TI.RUNNING, TI.QUEUED, TI.FAILED, TI.UP_FOR_RETRY, TI.NONE}),
+    TI.RUNNING: frozenset({TI.SUCCESS, TI.FAILED, TI.UP_FOR_RETRY, TI.SKIPPED, TI.NONE}),
+    TI.UP_FOR_RETRY: frozenset({TI.SCHEDULED, TI.NONE, TI.REMOVED}),
+    TI.SUCCESS: frozenset({TI.NONE, TI.REMOVED}),
+    TI.FAILED: frozenset({TI.NONE, TI.REMOVED}),
+    TI.SKIPPED: frozenset({TI.NONE, TI.REMOVED}),
+    TI.UPSTREAM_FAILED: frozenset({TI.NONE, TI.REMOVED}),
+    # A removed task that comes back in a new version of its DAG is restored.
+    TI.REMOVED: frozenset({TI.NONE}),
+}
+
+DAG_RUN_TRANSITIONS: dict[DagRunState, frozenset[DagRunState]] = {
+    DagRunState.QUEUED: frozenset({DagRunState.RUNNING, DagRunState.FAILED}),
+    DagRunState.RUNNING: frozenset({DagRunState.SUCCESS, DagRunState.FAILED, DagRunState.QUEUED}),
+    DagRunState.SUCCESS: frozenset({DagRunState.QUEUED}),
+    DagRunState.FAILED: frozenset({DagRunState.QUEUED}),
+}
+
+CLEARABLE: frozenset[TaskInstanceState] = frozenset(
+    _CLEARABLE | {TI.SCHEDULED, TI.QUEUED, TI.RUNNING}
+)

@@ -1,0 +1,215 @@
+"""SQLAlchemy 2 models of the shared SQL store.
+
+Every table the fleet shares lives here; Alembic migrations in ``state/migrations`` follow these
+models, and a test fails when a model changes without a migration.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from state.enums import DagRunState, TaskInstanceState
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """A timezone-aware UTC datetime on every dialect (SQLite keeps no zone of its own)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: pass a timezone-aware UTC datetime")
+        return value.astimezone(dt.UTC)
+
+    def process_result_value(
+        self, value: dt.datetime | None, dialect: Dialect
+    ) -> dt.datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class DagModel(Base):
+    """A DAG as its file last parsed: serialized structure and the hash of that structure."""
+
+    __tablename__ = "dag"
+
+    dag_id: Mapped[str] = mapped_column(String(250), primary_key=True)
+    fileloc: Mapped[str] = mapped_column(Text)
+    structure: Mapped[dict[str, Any]] = mapped_column(JSON)
+    version_hash: Mapped[str] = mapped_column(String(64))
+    is_paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    last_parsed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    next_dagrun_after: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class DagImportError(Base):
+    """A DAG file that failed to import, with the one-line error and the traceback."""
+
+    __tablename__ = "dag_import_error"
+
+    fileloc: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    error: Mapped[str] = mapped_column(Text)
+    traceback: Mapped[str] = mapped_column(Text, default="")
+    timestamp: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DagRun(Base):
+    __tablename__ = "dag_run"
+    __table_args__ = (
+        UniqueConstraint("dag_id", "run_id"),
+        Index("ix_dag_run_state", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dag_id: Mapped[str] = mapped_column(String(250))
+    run_id: Mapped[str] = mapped_column(String(250))
+    state: Mapped[DagRunState] = mapped_column(String(20), default=DagRunState.QUEUED)
+    run_type: Mapped[str] = mapped_column(String(20), default="manual")
+    conf: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    version_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    logical_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    data_interval_start: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    data_interval_end: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    start_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    end_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class TaskInstance(Base):
+    """One task of one DAG run (one map index of it), across all of its tries.
+
+    ``fence_token`` names the try that holds the task instance: it is set when a supervisor
+    claims the try, and every later write of that try names it (DESIGN.md §1).
+    """
+
+    __tablename__ = "task_instance"
+    __table_args__ = (
+        UniqueConstraint("dag_id", "run_id", "task_id", "map_index"),
+        Index("ix_task_instance_state", "state"),
+        Index("ix_task_instance_run", "dag_id", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dag_id: Mapped[str] = mapped_column(String(250))
+    run_id: Mapped[str] = mapped_column(String(250))
+    task_id: Mapped[str] = mapped_column(String(250))
+    map_index: Mapped[int] = mapped_column(Integer, default=-1)
+    state: Mapped[TaskInstanceState] = mapped_column(String(20), default=TaskInstanceState.NONE)
+    try_number: Mapped[int] = mapped_column(Integer, default=0)
+    max_tries: Mapped[int] = mapped_column(Integer, default=1)
+    # Bumped by every clear: a clear starts over, a retry resumes (DESIGN.md §5).
+    generation: Mapped[int] = mapped_column(Integer, default=0)
+    queue: Mapped[str] = mapped_column(String(250), default="default")
+    pool: Mapped[str] = mapped_column(String(250), default="default_pool")
+    hostname: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    start_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    end_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_heartbeat: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    next_retry_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    queued_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Re-sends of a lost queued message (no try consumed) and deliveries of the current try.
+    queued_resends: Mapped[int] = mapped_column(Integer, default=0)
+    deliveries: Mapped[int] = mapped_column(Integer, default=0)
+    fence_token: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    items_total: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class XCom(Base):
+    __tablename__ = "xcom"
+    __table_args__ = (UniqueConstraint("dag_id", "run_id", "task_id", "map_index", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dag_id: Mapped[str] = mapped_column(String(250))
+    run_id: Mapped[str] = mapped_column(String(250))
+    task_id: Mapped[str] = mapped_column(String(250))
+    map_index: Mapped[int] = mapped_column(Integer, default=-1)
+    key: Mapped[str] = mapped_column(String(512))
+    # JSON text as the backend wrote it: a value, or a reference to an object elsewhere.
+    value: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class TaskStateValue(Base):
+    """One key of a task instance's state store (the checkpoints of iterable tasks included)."""
+
+    __tablename__ = "task_state"
+    __table_args__ = (UniqueConstraint("dag_id", "run_id", "task_id", "map_index", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dag_id: Mapped[str] = mapped_column(String(250))
+    run_id: Mapped[str] = mapped_column(String(250))
+    task_id: Mapped[str] = mapped_column(String(250))
+    map_index: Mapped[int] = mapped_column(Integer, default=-1)
+    key: Mapped[str] = mapped_column(String(512))
+    value: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Connection(Base):
+    __tablename__ = "connection"
+
+    conn_id: Mapped[str] = mapped_column(String(250), primary_key=True)
+    conn_type: Mapped[str] = mapped_column(String(500), default="generic")
+    host: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    login: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    password: Mapped[str | None] = mapped_column(Text, nullable=True)
+    schema: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    port: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Variable(Base):
+    __tablename__ = "variable"
+
+    key: Mapped[str] = mapped_column(String(250), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    is_secret: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Pool(Base):
+    """A named number of slots; ``occupied`` moves with conditional updates (DESIGN.md §4)."""
+
+    __tablename__ = "slot_pool"
+
+    name: Mapped[str] = mapped_column(String(250), primary_key=True)
+    slots: Mapped[int] = mapped_column(Integer, default=128)
+    occupied: Mapped[int] = mapped_column(Integer, default=0)

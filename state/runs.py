@@ -1,0 +1,166 @@
+"""Creating DAG runs, keeping their task instances true to the DAG, and clearing them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from state.enums import CLEARABLE, DagRunState, TaskInstanceState
+from state.models import DagModel, DagRun, TaskInstance, TaskStateValue, XCom, utcnow
+from state.transitions import transition_run, transition_tis
+
+TI = TaskInstanceState
+
+
+class RunExists(ValueError):
+    """A run with that run id already exists for the DAG."""
+
+
+class UnknownDag(LookupError):
+    """No DAG with that id has been parsed (or it failed to import)."""
+
+
+def get_dag_model(session: Session, dag_id: str) -> DagModel:
+    dag_model = session.get(DagModel, dag_id)
+    if dag_model is None or not dag_model.is_active:
+        raise UnknownDag(f"no DAG named {dag_id!r}: see `tradewind dags list`")
+    return dag_model
+
+
+def new_task_instance(run: DagRun, task_id: str, spec: Mapping[str, Any]) -> TaskInstance:
+    return TaskInstance(
+        dag_id=run.dag_id,
+        run_id=run.run_id,
+        task_id=task_id,
+        map_index=-1,
+        state=TI.NONE,
+        try_number=0,
+        max_tries=int(spec["retries"]) + 1,
+        queue=spec["queue"],
+        pool=spec["pool"],
+    )
+
+
+def create_run(
+    session: Session,
+    dag_id: str,
+    run_id: str | None = None,
+    conf: Mapping[str, Any] | None = None,
+    run_type: str = "manual",
+    data_interval: tuple[dt.datetime, dt.datetime] | None = None,
+) -> DagRun:
+    """A queued run and a ``none`` task instance per task; the scheduler takes it from there."""
+    dag_model = get_dag_model(session, dag_id)
+    now = utcnow()
+    run = DagRun(
+        dag_id=dag_id,
+        run_id=run_id or f"{run_type}__{now.isoformat(timespec='microseconds')}",
+        state=DagRunState.QUEUED,
+        run_type=run_type,
+        conf=dict(conf or {}),
+        version_hash=dag_model.version_hash,
+        logical_date=data_interval[1] if data_interval else now,
+        data_interval_start=data_interval[0] if data_interval else None,
+        data_interval_end=data_interval[1] if data_interval else None,
+        created_at=now,
+    )
+    try:
+        with session.begin_nested():
+            session.add(run)
+            session.flush()
+    except IntegrityError:
+        raise RunExists(f"DAG {dag_id!r} already has a run {run.run_id!r}") from None
+    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    session.add_all(new_task_instance(run, tid, spec) for tid, spec in tasks.items())
+    return run
+
+
+def verify_integrity(session: Session, run: DagRun, dag_model: DagModel) -> None:
+    """Bring a run's task instances in line with the DAG's current version.
+
+    Tasks new to the DAG get a task instance, tasks gone are marked ``removed`` (kept for
+    lineage), and a removed task that came back is restored to ``none``.
+    """
+    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    rows = session.execute(
+        select(TaskInstance.id, TaskInstance.task_id, TaskInstance.state).where(
+            TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id
+        )
+    ).all()
+    present = {row.task_id for row in rows}
+    gone = [row.id for row in rows if row.task_id not in tasks and row.state != TI.REMOVED]
+    back = [row.id for row in rows if row.task_id in tasks and row.state == TI.REMOVED]
+    removable = [s for s in TI if s not in (TI.RUNNING, TI.QUEUED, TI.REMOVED)]
+    transition_tis(session, gone, removable, TI.REMOVED)
+    transition_tis(session, back, [TI.REMOVED], TI.NONE)
+    for task_id in tasks.keys() - present:
+        try:
+            with session.begin_nested():
+                session.add(new_task_instance(run, task_id, tasks[task_id]))
+        except IntegrityError:
+            continue  # another scheduler added it first: the unique key keeps one
+    run.version_hash = dag_model.version_hash
+
+
+def clear_task_instances(
+    session: Session,
+    run: DagRun,
+    task_ids: Collection[str] | None = None,
+    keep_state: bool = False,
+) -> int:
+    """Reset task instances for another run: a new generation, XComs (and state) discarded.
+
+    The try number is kept (tries go on counting) and the task gets its full retries again.
+    """
+    dag_model = get_dag_model(session, run.dag_id)
+    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    query = select(TaskInstance).where(
+        TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id
+    )
+    if task_ids:
+        query = query.where(TaskInstance.task_id.in_(task_ids))
+    tis = [ti for ti in session.scalars(query) if ti.state in CLEARABLE]
+    for ti in tis:
+        retries = int(tasks.get(ti.task_id, {}).get("retries", 0))
+        values = {
+            "generation": TaskInstance.generation + 1,
+            "max_tries": ti.try_number + retries + 1,
+            "fence_token": None,
+            "next_retry_at": None,
+            "end_date": None,
+            "error": None,
+        }
+        transition_tis(session, [ti.id], [TI(ti.state)], TI.NONE, values)
+        _discard_results(session, ti, keep_state)
+    if tis and run.state in (DagRunState.SUCCESS, DagRunState.FAILED):
+        values = {"end_date": None}
+        transition_run(session, run.id, [DagRunState(run.state)], DagRunState.QUEUED, values)
+    return len(tis)
+
+
+def _discard_results(session: Session, ti: TaskInstance, keep_state: bool) -> None:
+    tables: list[type[XCom] | type[TaskStateValue]] = (
+        [XCom] if keep_state else [XCom, TaskStateValue]
+    )
+    for table in tables:
+        session.execute(
+            delete(table).where(
+                table.dag_id == ti.dag_id,
+                table.run_id == ti.run_id,
+                table.task_id == ti.task_id,
+                table.map_index == ti.map_index,
+            )
+        )
+
+
+def mark_run_started(session: Session, run: DagRun) -> None:
+    if run.state == DagRunState.QUEUED:
+        transition_run(
+            session, run.id, [DagRunState.QUEUED], DagRunState.RUNNING, {"start_date": utcnow()}
+        )
+        run.state = DagRunState.RUNNING

@@ -1,0 +1,137 @@
+"""Scheduling one DAG run: decide, queue and settle it, in a constant number of statements.
+
+Used by the scheduler loop and by a supervisor whose try just ended (so a chain does not wait
+for the next loop). The run row is locked ``FOR UPDATE SKIP LOCKED`` first: whoever holds it
+schedules the run, anyone else moves on, and no try is ever queued twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from state.enums import ACTIVE, FINISHED, DagRunState, TaskInstanceState
+from state.models import DagModel, DagRun, TaskInstance, utcnow
+from state.readiness import TIRow, evaluate, run_outcome
+from state.runs import mark_run_started, verify_integrity
+from state.transitions import transition_run, transition_tis, transition_tis_returning
+
+TI = TaskInstanceState
+
+
+@dataclass(frozen=True)
+class Enqueue:
+    """A try queued in SQL, to be published on the broker once the transaction commits."""
+
+    ti_id: int
+    try_number: int
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int
+    queue: str
+
+
+def lock_run(session: Session, run_pk: int) -> DagRun | None:
+    """The run, row-locked for this transaction; None if another process holds it."""
+    query = select(DagRun).where(DagRun.id == run_pk).with_for_update(skip_locked=True)
+    return session.scalars(query, execution_options={"populate_existing": True}).first()
+
+
+def schedule_run(
+    session: Session, run: DagRun, dag_model: DagModel, now: dt.datetime | None = None
+) -> list[Enqueue]:
+    """One pass over one locked run; returns the tries to publish after commit."""
+    now = now or utcnow()
+    if run.version_hash != dag_model.version_hash:
+        verify_integrity(session, run, dag_model)
+    rows = session.execute(
+        select(
+            TaskInstance.id, TaskInstance.task_id, TaskInstance.state, TaskInstance.next_retry_at
+        ).where(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
+    ).all()
+    states = {row.id: TI(row.state) for row in rows}
+    _apply_decisions(session, dag_model.structure, rows, states, now)
+    due = [
+        r.id
+        for r in rows
+        if r.state == TI.UP_FOR_RETRY and r.next_retry_at and r.next_retry_at <= now
+    ]
+    if transition_tis(session, due, [TI.UP_FOR_RETRY], TI.SCHEDULED):
+        states.update(dict.fromkeys(due, TI.SCHEDULED))
+    enqueued = _queue_scheduled(session, dag_model.structure, states, now)
+    if enqueued:
+        mark_run_started(session, run)
+    settle_run(session, run, list(states.values()), now)
+    return enqueued
+
+
+def _apply_decisions(
+    session: Session,
+    structure: Mapping[str, Any],
+    rows: Any,
+    states: dict[int, TaskInstanceState],
+    now: dt.datetime,
+) -> None:
+    decisions = evaluate(structure, [TIRow(r.id, r.task_id, r.state) for r in rows])
+    for target in (TI.SCHEDULED, TI.UPSTREAM_FAILED, TI.SKIPPED):
+        ids = decisions.target(target)
+        values = {"end_date": now} if target in FINISHED else None
+        transition_tis(session, ids, [TI.NONE], target, values)
+        states.update(dict.fromkeys(ids, target))
+
+
+def _queue_scheduled(
+    session: Session,
+    structure: Mapping[str, Any],
+    states: dict[int, TaskInstanceState],
+    now: dt.datetime,
+) -> list[Enqueue]:
+    """``scheduled -> queued`` within the DAG's ``max_active_tasks``; each queue starts a try."""
+    active = sum(1 for state in states.values() if state in ACTIVE)
+    room = max(int(structure.get("max_active_tasks", 16)) - active, 0)
+    ready = sorted(ti_id for ti_id, state in states.items() if state == TI.SCHEDULED)[:room]
+    values = {
+        "try_number": TaskInstance.try_number + 1,
+        "queued_at": now,
+        "fence_token": None,
+        "deliveries": 0,
+        "queued_resends": 0,
+        "hostname": None,
+        "pid": None,
+        "next_retry_at": None,
+    }
+    queued = transition_tis_returning(session, ready, [TI.SCHEDULED], TI.QUEUED, values)
+    states.update(dict.fromkeys((ti.id for ti in queued), TI.QUEUED))
+    return [
+        Enqueue(ti.id, ti.try_number, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.queue)
+        for ti in queued
+    ]
+
+
+def settle_run(
+    session: Session, run: DagRun, states: list[TaskInstanceState], now: dt.datetime
+) -> None:
+    """Derive the run's state from its task instances: finished only when all of them are."""
+    outcome = run_outcome(states)
+    if outcome is None or run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
+        return
+    target = DagRunState(outcome)
+    if transition_run(session, run.id, [DagRunState(run.state)], target, {"end_date": now}):
+        run.state = target
+
+
+def schedule_run_by_pk(session: Session, run_pk: int) -> list[Enqueue]:
+    """Lock and schedule one run if nobody else holds it (a supervisor's downstream pass)."""
+    run = lock_run(session, run_pk)
+    if run is None or run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
+        return []
+    dag_model = session.get(DagModel, run.dag_id)
+    if dag_model is None:
+        return []
+    return schedule_run(session, run, dag_model)

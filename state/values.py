@@ -1,0 +1,109 @@
+"""XCom rows and state-store values of task instances, read and written with fenced writes.
+
+Values are JSON text here; what the text means (a value, or a reference to an object in
+object storage) is the business of the backend that wrote it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.orm import Session
+
+from state.models import TaskStateValue, XCom, utcnow
+from state.transitions import Fence, assert_fence
+
+
+@dataclass(frozen=True)
+class TIKey:
+    """The identity of a task instance (one map index of one task of one run)."""
+
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int = -1
+
+
+def _match(table: type[XCom] | type[TaskStateValue], key: TIKey):  # type: ignore[no-untyped-def]
+    return (
+        table.dag_id == key.dag_id,
+        table.run_id == key.run_id,
+        table.task_id == key.task_id,
+        table.map_index == key.map_index,
+    )
+
+
+def write_xcom(session: Session, fence: Fence, ti: TIKey, key: str, text: str) -> None:
+    assert_fence(session, fence)
+    session.execute(delete(XCom).where(*_match(XCom, ti), XCom.key == key))
+    session.add(XCom(**ti.__dict__, key=key, value=text))
+
+
+def read_xcom(session: Session, ti: TIKey, key: str) -> str | None:
+    query = select(XCom.value).where(*_match(XCom, ti), XCom.key == key)
+    return session.scalars(query).first()
+
+
+def read_xcoms(
+    session: Session, dag_id: str, run_id: str, task_id: str, key: str
+) -> list[tuple[int, str]]:
+    """Every map index's XCom of one task, in map-index order."""
+    query = (
+        select(XCom.map_index, XCom.value)
+        .where(
+            XCom.dag_id == dag_id, XCom.run_id == run_id, XCom.task_id == task_id, XCom.key == key
+        )
+        .order_by(XCom.map_index)
+    )
+    return [(row.map_index, row.value) for row in session.execute(query)]
+
+
+def read_state(session: Session, ti: TIKey, key: str, now: dt.datetime | None = None) -> str | None:
+    now = now or utcnow()
+    query = select(TaskStateValue.value).where(
+        *_match(TaskStateValue, ti),
+        TaskStateValue.key == key,
+        or_(TaskStateValue.expires_at.is_(None), TaskStateValue.expires_at > now),
+    )
+    return session.scalars(query).first()
+
+
+def read_states_with_prefix(session: Session, ti: TIKey, prefix: str) -> dict[str, str]:
+    """Every unexpired key of a task instance starting with ``prefix``: one query."""
+    query = select(TaskStateValue.key, TaskStateValue.value).where(
+        *_match(TaskStateValue, ti),
+        TaskStateValue.key.startswith(prefix, autoescape=True),
+        or_(TaskStateValue.expires_at.is_(None), TaskStateValue.expires_at > utcnow()),
+    )
+    return {row.key: row.value for row in session.execute(query)}
+
+
+def write_state(
+    session: Session, fence: Fence, ti: TIKey, key: str, text: str, expires_at: dt.datetime | None
+) -> None:
+    assert_fence(session, fence)
+    session.execute(
+        delete(TaskStateValue).where(*_match(TaskStateValue, ti), TaskStateValue.key == key)
+    )
+    session.add(
+        TaskStateValue(
+            **ti.__dict__, key=key, value=text, expires_at=expires_at, updated_at=utcnow()
+        )
+    )
+
+
+def delete_states(session: Session, fence: Fence, ti: TIKey, keys: list[str] | None = None) -> int:
+    """Delete some keys, or every key when ``keys`` is None; returns how many went."""
+    assert_fence(session, fence)
+    statement = delete(TaskStateValue).where(*_match(TaskStateValue, ti))
+    if keys is not None:
+        statement = statement.where(TaskStateValue.key.in_(keys))
+    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+
+def purge_expired_states(session: Session, now: dt.datetime | None = None) -> int:
+    """Housekeeping: drop state values past their ``expires_at``."""
+    statement = delete(TaskStateValue).where(TaskStateValue.expires_at <= (now or utcnow()))
+    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]

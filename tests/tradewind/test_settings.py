@@ -1,0 +1,156 @@
+"""Settings: defaults, ``TRADEWIND_*`` overrides, and one-line errors naming the variable."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tradewind.settings import ENV_PREFIX, SettingsError, get_settings, reload_settings
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.MonkeyPatch]:
+    """A clean environment (no ``TRADEWIND_*``) in an empty directory; settings restored after."""
+    for name in list(os.environ):
+        if name.upper().startswith(ENV_PREFIX):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    reload_settings()
+    yield monkeypatch
+    # Undo first: the cached settings must be read from the environment as it was before.
+    monkeypatch.undo()
+    reload_settings()
+
+
+def test_defaults(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    settings = get_settings()
+    home = tmp_path.resolve() / ".tradewind"
+
+    assert settings.resolved_home == home
+    assert settings.database_url is None
+    assert settings.sql_url == f"sqlite:///{home / 'tradewind.db'}"
+    assert settings.broker_url is None
+    assert settings.broker == "filesystem://"
+    assert settings.broker_folder == home / "broker"
+    assert settings.logs_folder == home / "logs"
+    assert settings.xcom_backend == "sql"
+    assert settings.state_store_max_value_bytes == 65536
+    assert settings.heartbeat_seconds == 5.0
+    assert settings.zombie_threshold_seconds == 30.0
+    assert settings.task_queued_timeout_seconds == 60.0
+
+
+def test_sqlite_url_follows_tradewind_home(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env.setenv("TRADEWIND_HOME", str(tmp_path / "elsewhere"))
+
+    settings = reload_settings()
+
+    assert settings.sql_url == f"sqlite:///{tmp_path.resolve() / 'elsewhere' / 'tradewind.db'}"
+    assert settings.broker_folder == tmp_path.resolve() / "elsewhere" / "broker"
+
+
+def test_env_overrides(env: pytest.MonkeyPatch) -> None:
+    env.setenv("TRADEWIND_DATABASE_URL", "postgresql+psycopg://tw@db:5432/tradewind")
+    env.setenv("TRADEWIND_BROKER_URL", "redis://redis:6379/0")
+    env.setenv("TRADEWIND_HEARTBEAT_SECONDS", "2.5")
+    env.setenv("TRADEWIND_ZOMBIE_THRESHOLD_SECONDS", "15")
+    env.setenv("TRADEWIND_TASK_QUEUED_TIMEOUT_SECONDS", "120")
+    env.setenv("TRADEWIND_STATE_STORE_MAX_VALUE_BYTES", "1024")
+    env.setenv("TRADEWIND_XCOM_BACKEND", "my.backends.S3XCom")
+
+    settings = reload_settings()
+
+    assert settings.sql_url == "postgresql+psycopg://tw@db:5432/tradewind"
+    assert settings.broker == "redis://redis:6379/0"
+    assert settings.heartbeat_seconds == 2.5
+    assert settings.zombie_threshold_seconds == 15.0
+    assert settings.task_queued_timeout_seconds == 120.0
+    assert settings.state_store_max_value_bytes == 1024
+    assert settings.xcom_backend == "my.backends.S3XCom"
+
+
+def test_variable_names_are_case_insensitive(env: pytest.MonkeyPatch) -> None:
+    env.setenv("tradewind_heartbeat_seconds", "7")
+
+    assert reload_settings().heartbeat_seconds == 7.0
+
+
+def test_dags_folder_from_env(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env.setenv("TRADEWIND_DAGS_FOLDER", str(tmp_path / "my_dags"))
+
+    assert reload_settings().resolved_dags_folder == tmp_path.resolve() / "my_dags"
+
+
+def test_dags_folder_defaults_to_dags_of_the_working_directory(
+    env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "dags").mkdir()
+
+    assert reload_settings().resolved_dags_folder == tmp_path.resolve() / "dags"
+
+
+def test_get_settings_reads_once(env: pytest.MonkeyPatch) -> None:
+    first = get_settings()
+    env.setenv("TRADEWIND_HEARTBEAT_SECONDS", "9")
+
+    assert get_settings() is first
+    assert get_settings().heartbeat_seconds == 5.0
+    assert reload_settings().heartbeat_seconds == 9.0
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("TRADEWIND_HEARTBEAT_SECONDS", "abc"),
+        ("TRADEWIND_HEARTBEAT_SECONDS", "-1"),
+        ("TRADEWIND_HEARTBEAT_SECONDS", "0"),
+        ("TRADEWIND_ZOMBIE_THRESHOLD_SECONDS", "soon"),
+        ("TRADEWIND_TASK_QUEUED_TIMEOUT_SECONDS", "-5"),
+        ("TRADEWIND_STATE_STORE_MAX_VALUE_BYTES", "1.5"),
+        ("TRADEWIND_XCOM_OBJECT_THRESHOLD_BYTES", "-1"),
+        ("TRADEWIND_DATABASE_URL", "nonsense"),
+        ("TRADEWIND_BROKER_URL", "localhost:6379"),
+        ("TRADEWIND_OBJECT_STORAGE_URL", "bucket/prefix"),
+    ],
+)
+def test_a_bad_value_fails_with_one_line_naming_the_variable(
+    env: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    env.setenv(variable, value)
+
+    with pytest.raises(SettingsError) as caught:
+        reload_settings()
+
+    message = str(caught.value)
+    assert message.startswith(f"{variable}: ")
+    assert "\n" not in message
+    assert repr(value) in message
+
+
+def test_a_bad_number_says_what_is_accepted(env: pytest.MonkeyPatch) -> None:
+    env.setenv("TRADEWIND_HEARTBEAT_SECONDS", "-1")
+
+    with pytest.raises(SettingsError, match="greater than 0"):
+        reload_settings()
+
+
+def test_a_bad_url_says_what_is_accepted(env: pytest.MonkeyPatch) -> None:
+    env.setenv("TRADEWIND_DATABASE_URL", "nonsense")
+
+    with pytest.raises(SettingsError, match=r"a URL with a scheme"):
+        reload_settings()
+
+
+def test_a_fixed_value_is_read_after_an_error(env: pytest.MonkeyPatch) -> None:
+    env.setenv("TRADEWIND_HEARTBEAT_SECONDS", "abc")
+    with pytest.raises(SettingsError):
+        reload_settings()
+    with pytest.raises(SettingsError):
+        get_settings()  # a failure is not cached as if it were settings
+
+    env.setenv("TRADEWIND_HEARTBEAT_SECONDS", "3")
+
+    assert get_settings().heartbeat_seconds == 3.0

@@ -1,0 +1,27 @@
+"""Exceptions DAG authors raise or see; Airflow's names are aliases of ours."""
+
+from __future__ import annotations
+
+
+class TradewindError(Exception):
+    """Base of Tradewind's own errors."""
+
+
+class DagDefinitionError(TradewindError):
+    """A DAG is malformed: a cycle, an unknown dependency, a duplicate task id, a bad setting."""
+
+
+class SkipTask(TradewindError):  # no -Error suffix: named like Airflow's AirflowSkipException
+    """Raise inside a task to end it (or one item of an iterable task) as ``skipped``."""
+
+
+class FailTask(TradewindError):
+    """Raise inside a task to fail it now, without using its remaining retries."""
+
+
+class TaskNotFound(TradewindError):
+    """A DAG or task named by a message or a command is not in the DAG files."""
+
+
+AirflowSkipException = SkipTask
+AirflowFailException = FailTask

@@ -1,0 +1,93 @@
+"""Finding DAGs: import every ``*.py`` file of a folder and collect the DAGs each one creates.
+
+A file that fails to import (syntax error, exception, malformed DAG) is recorded with a one-line
+error and its traceback; it never stops the other files from loading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tradewind import dag_context
+from tradewind.dag import DAG
+
+
+@dataclass
+class DagBag:
+    """The DAGs of a folder, by id, and the import errors, by file."""
+
+    folder: Path
+    dags: dict[str, DAG] = field(default_factory=dict)
+    import_errors: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def collect(cls, folder: Path) -> DagBag:
+        bag = cls(folder)
+        for path in sorted(dag_files(folder)):
+            bag.add_file(path)
+        return bag
+
+    def add_file(self, path: Path) -> None:
+        try:
+            found = load_dag_file(path)
+            clash = [d.dag_id for d in found if d.dag_id in self.dags]
+            if clash:
+                other = self.dags[clash[0]].fileloc
+                raise ValueError(f"DAG id {clash[0]!r} is already defined in {other}")
+        except (Exception, SystemExit) as error:
+            self.import_errors[str(path)] = (one_line_error(error), traceback.format_exc())
+            return
+        for built in found:
+            self.dags[built.dag_id] = built
+
+
+def dag_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return [
+        path
+        for path in folder.rglob("*.py")
+        if not any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts)
+    ]
+
+
+def one_line_error(error: BaseException) -> str:
+    if isinstance(error, SyntaxError):
+        return f"SyntaxError: {error.msg} ({Path(error.filename or '?').name}, line {error.lineno})"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def load_dag_file(path: Path) -> list[DAG]:
+    """Import ``path`` as a fresh module; return the DAGs it built, validated."""
+    path = path.resolve()
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    module_name = f"tradewind_dags_{path.stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    start = len(dag_context.CREATED)
+    sys.modules[module_name] = module
+    try:
+        # Compiled from the source, not through __pycache__: a pyc is trusted on mtime (whole
+        # seconds) and size, so an edit within the same second would load the old DAG.
+        code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    finally:
+        created = dag_context.CREATED[start:]
+        del dag_context.CREATED[start:]
+    found: dict[str, DAG] = {}
+    for built in created:
+        built.validate()
+        built.fileloc = str(path)
+        found[built.dag_id] = built
+    return list(found.values())

@@ -1,0 +1,108 @@
+"""The one settings object: every ``TRADEWIND_*`` variable, read once and validated.
+
+A bad value must stop a command at start with one line naming the variable and what it
+accepts, never surface later as a confusing failure deep inside a worker.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "TRADEWIND_"
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class SettingsError(ValueError):
+    """A ``TRADEWIND_*`` variable holds a value that cannot be used."""
+
+
+class Settings(BaseSettings):
+    """Tradewind's configuration, from ``TRADEWIND_*`` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+
+    home: Path = Path(".tradewind")
+    database_url: str | None = None
+    broker_url: str | None = None
+    dags_folder: Path | None = None
+    xcom_backend: str = "sql"
+    object_storage_url: str | None = None
+    xcom_object_threshold_bytes: int = Field(default=65536, ge=0)
+    state_store_backend: str = "sql"
+    state_store_max_value_bytes: int = Field(default=65536, gt=0)
+    heartbeat_seconds: float = Field(default=5.0, gt=0)
+    zombie_threshold_seconds: float = Field(default=30.0, gt=0)
+    task_queued_timeout_seconds: float = Field(default=60.0, gt=0)
+    # How many times a queued message that never started is re-sent before the try is failed.
+    max_queued_resends: int = Field(default=3, ge=0)
+    # How many deliveries of one try (a task that keeps killing its worker) before it is failed.
+    max_deliveries: int = Field(default=3, ge=1)
+    scheduler_interval_seconds: float = Field(default=1.0, gt=0)
+    remote_logs_url: str | None = None
+    # Seconds between SIGTERM and SIGKILL when a task is stopped.
+    kill_grace_seconds: float = Field(default=5.0, ge=0)
+
+    @field_validator("database_url", "broker_url", "object_storage_url", "remote_logs_url")
+    @classmethod
+    def _url_has_scheme(cls, value: str | None) -> str | None:
+        if value is not None and "://" not in value:
+            raise ValueError("a URL with a scheme, such as redis://host:6379/0")
+        return value
+
+    @property
+    def resolved_home(self) -> Path:
+        return self.home.expanduser().resolve()
+
+    @property
+    def sql_url(self) -> str:
+        """The SQL store: the configured URL, or a SQLite file under ``TRADEWIND_HOME``."""
+        return self.database_url or f"sqlite:///{self.resolved_home / 'tradewind.db'}"
+
+    @property
+    def broker(self) -> str:
+        """The broker: the configured URL, or kombu's filesystem transport (see broker_config)."""
+        return self.broker_url or "filesystem://"
+
+    @property
+    def broker_folder(self) -> Path:
+        """Where the embedded filesystem broker keeps its messages."""
+        return self.resolved_home / "broker"
+
+    @property
+    def logs_folder(self) -> Path:
+        return self.resolved_home / "logs"
+
+    @property
+    def resolved_dags_folder(self) -> Path:
+        """``TRADEWIND_DAGS_FOLDER``, else ``./dags``, else the bundled examples (for the demo)."""
+        if self.dags_folder is not None:
+            return self.dags_folder.expanduser().resolve()
+        for candidate in (Path("dags"), Path("examples/dags"), _PROJECT_ROOT / "examples" / "dags"):
+            if candidate.is_dir():
+                return candidate.resolve()
+        return Path("dags").resolve()
+
+
+def _one_line(error: ValidationError) -> str:
+    first = error.errors()[0]
+    name = ENV_PREFIX + str(first["loc"][0]).upper() if first["loc"] else ENV_PREFIX + "*"
+    return f"{name}: {first['msg']} (got {first.get('input')!r})"
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """The settings of this process, read from the environment on first use."""
+    try:
+        return Settings()
+    except ValidationError as error:
+        raise SettingsError(_one_line(error)) from None
+
+
+def reload_settings() -> Settings:
+    """Read the environment again (tests and the CLI, after setting variables)."""
+    get_settings.cache_clear()
+    return get_settings()

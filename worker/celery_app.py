@@ -1,0 +1,48 @@
+"""The Celery app (``celery -A worker worker``) and its one task: a message to the supervisor."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery, signals
+
+from broker_config import (
+    EXECUTE_TASK_NAME,
+    InvalidMessage,
+    make_celery_app,
+    parse_message,
+    publish_many,
+)
+from state.db import forget_engines_after_fork
+from tradewind.settings import get_settings
+from worker.execute import execute
+
+log = logging.getLogger("tradewind.worker")
+
+
+def create_app() -> Celery:
+    settings = get_settings()
+    app = make_celery_app(settings.broker, settings.broker_folder, main="worker")
+    app.task(name=EXECUTE_TASK_NAME, bind=True, acks_late=True)(execute_task_instance)
+    return app
+
+
+def execute_task_instance(self: Any, message: Any = None, **unexpected: Any) -> str:
+    """Validate the message, then supervise its try; a bad message is logged and dropped."""
+    if unexpected:
+        log.error("dropped broker message with unexpected fields %s", sorted(unexpected))
+        return "dropped"
+    try:
+        parsed = parse_message(message)
+    except InvalidMessage as error:
+        log.error("dropped broker message: %s", error)
+        return "dropped"
+    app = self.app
+    return execute(parsed, get_settings(), lambda ready: publish_many(app, ready))
+
+
+@signals.worker_process_init.connect
+def _fresh_pool_process(**_: Any) -> None:
+    # A pool process is forked from the worker: its pooled connections are the parent's.
+    forget_engines_after_fork()

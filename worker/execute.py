@@ -1,0 +1,103 @@
+"""One message, start to end: claim the try, run it supervised, record it, queue what is next."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from broker_config import TaskInstanceMessage
+from state.db import session_scope
+from state.enums import TaskInstanceState
+from state.scheduling import Enqueue, schedule_run_by_pk
+from tradewind.exceptions import TaskNotFound
+from tradewind.settings import Settings
+from worker import protocol as p
+from worker.claim import Claim, Final, claim_try, final_for_failure, record_final
+from worker.dags import find_task
+from worker.logs import TryLog, log_path
+from worker.process import exec_runtime_task, fork_python_task
+from worker.requests import TryContext
+from worker.runner import run_python_task
+from worker.supervisor import SupervisorSettings, supervise_process
+
+log = logging.getLogger(__name__)
+Publisher = Callable[[list[Enqueue]], None]
+
+
+def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher) -> str:
+    """Run the try ``message`` names; returns the state recorded (or why it was dropped)."""
+    url = settings.sql_url
+    with session_scope(url) as session:
+        claim = claim_try(session, message)
+    if isinstance(claim, str):
+        log.warning("dropped message for %s: %s", message.describe(), claim)
+        return "dropped"
+    path = log_path(settings.logs_folder, *_log_key(claim))
+    try_log = TryLog(path)
+    try:
+        try_log.line("supervisor", f"running {message.describe()}")
+        final = run_claimed(claim, settings, try_log)
+        state = _record(url, claim, final, try_log)
+    finally:
+        try_log.close()
+    _schedule_downstream(url, claim, publish)
+    return state
+
+
+def _log_key(claim: Claim) -> tuple[str, str, str, int, int]:
+    ti = claim.ti
+    return ti.dag_id, ti.run_id, ti.task_id, ti.map_index, claim.fence.try_number
+
+
+def task_details(claim: Claim) -> p.TaskDetails:
+    return p.TaskDetails(
+        dag_id=claim.ti.dag_id,
+        run_id=claim.ti.run_id,
+        task_id=claim.ti.task_id,
+        map_index=claim.ti.map_index,
+        try_number=claim.fence.try_number,
+        max_tries=claim.max_tries,
+        generation=claim.generation,
+        **claim.run,
+    )
+
+
+def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | None:
+    try:
+        dag, task = find_task(claim.fileloc, claim.ti.dag_id, claim.ti.task_id)
+    except TaskNotFound as error:
+        try_log.line("supervisor", str(error))
+        return final_for_failure(claim, str(error), True)
+    ctx = TryContext(settings.sql_url, claim.fence, claim.ti, task_details(claim), try_log)
+    if task.options.command is not None:
+        process = exec_runtime_task(task.options.command)
+    else:
+        process = fork_python_task(lambda comms: run_python_task(comms, dag, task))
+    sup = SupervisorSettings(settings.heartbeat_seconds, settings.kill_grace_seconds)
+    return supervise_process(process, ctx, claim, sup)
+
+
+def _record(url: str, claim: Claim, final: Final | None, try_log: TryLog) -> str:
+    if final is None:
+        try_log.line("supervisor", "the try lost its task instance: nothing recorded")
+        return "lost"
+    with session_scope(url) as session:
+        recorded = record_final(session, claim, final)
+    if not recorded:
+        try_log.line("supervisor", f"could not record {final.state}: the try no longer holds it")
+        return "lost"
+    suffix = f": {final.error}" if final.error and final.state != TaskInstanceState.SUCCESS else ""
+    try_log.line("supervisor", f"try {claim.fence.try_number} ended {final.state}{suffix}")
+    return str(final.state)
+
+
+def _schedule_downstream(url: str, claim: Claim, publish: Publisher) -> None:
+    """Queue the run's newly ready task instances now, not at the next scheduler loop."""
+    try:
+        with session_scope(url) as session:
+            ready = schedule_run_by_pk(session, claim.run_pk)
+        if ready:
+            publish(ready)
+    except Exception:
+        # The scheduler loop guarantees progress; this pass only makes it sooner.
+        log.exception("scheduling downstream of %s failed; the scheduler will do it", claim.ti)

@@ -1,0 +1,60 @@
+"""Each try's log: the task's stdout and stderr plus the supervisor's own lines, secrets masked.
+
+Written under ``TRADEWIND_HOME/logs/<dag>/<run>/<task>/<map_index>/<try>.log`` on the worker.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import TextIO
+
+MASK = "***"
+
+
+def log_path(
+    logs_folder: Path, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
+) -> Path:
+    safe_run = run_id.replace("/", "_").replace(":", "_")
+    return logs_folder / dag_id / safe_run / task_id / str(map_index) / f"{try_number}.log"
+
+
+class TryLog:
+    """Appends timestamped, masked lines to one try's log file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file: TextIO = path.open("a", encoding="utf-8")
+        self._secrets: set[str] = set()
+        self._partial: dict[str, str] = {}
+
+    def add_secret(self, secret: str) -> None:
+        # Very short values would mask half the log and protect nothing.
+        if len(secret) >= 3:
+            self._secrets.add(secret)
+
+    def mask(self, text: str) -> str:
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            text = text.replace(secret, MASK)
+        return text
+
+    def line(self, source: str, text: str) -> None:
+        stamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        self._file.write(f"[{stamp}] {source}: {self.mask(text)}\n")
+        self._file.flush()
+
+    def feed(self, source: str, data: bytes) -> None:
+        """Bytes read from a pipe: complete lines are written, the rest waits for more."""
+        text = self._partial.pop(source, "") + data.decode("utf-8", errors="replace")
+        *lines, rest = text.split("\n")
+        for complete in lines:
+            self.line(source, complete)
+        if rest:
+            self._partial[source] = rest
+
+    def close(self) -> None:
+        for source, rest in self._partial.items():
+            self.line(source, rest)
+        self._partial.clear()
+        self._file.close()

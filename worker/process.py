@@ -1,0 +1,139 @@
+"""Starting the task process: fork for a Python task, exec for a runtime task.
+
+The task gets its own process group, so stopping it (timeout, lost try) reaches the children it
+started and nothing else; its stdout and stderr are pipes the supervisor reads into the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from state.db import forget_engines_after_fork
+
+#: Environment variable telling a runtime task which inherited fd is its comms socket.
+COMMS_FD_ENV = "TRADEWIND_COMMS_FD"
+
+
+@dataclass
+class TaskProcess:
+    """The supervisor's handles on a running task process."""
+
+    pid: int
+    comms: socket.socket
+    stdout: int
+    stderr: int
+    popen: subprocess.Popen[bytes] | None = None
+    exit_code: int | None = None
+
+    def poll(self) -> int | None:
+        """The exit code once the process is gone (negative: killed by that signal)."""
+        if self.exit_code is None:
+            if self.popen is not None:
+                self.exit_code = self.popen.poll()
+            else:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.exit_code = os.waitstatus_to_exitcode(status)
+        return self.exit_code
+
+    def signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+
+def fork_python_task(body: Callable[[socket.socket], int]) -> TaskProcess:
+    """Fork a child that runs ``body(comms)`` and exits with its code, never returning here."""
+    parent_end, child_end = socket.socketpair()
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, measured by the tests' outcomes
+        parent_end.close()
+        os.close(out_read)
+        os.close(err_read)
+        _child_main(body, child_end, out_write, err_write)
+    child_end.close()
+    os.close(out_write)
+    os.close(err_write)
+    return TaskProcess(pid, parent_end, out_read, err_read)
+
+
+def _child_main(
+    body: Callable[[socket.socket], int], comms: socket.socket, out_fd: int, err_fd: int
+) -> None:
+    code = 70
+    try:
+        os.setpgid(0, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        _fresh_stdio()
+        # The parent's pooled connections are not ours to use or close (SQLAlchemy's advice).
+        forget_engines_after_fork()
+        for signum in (signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        code = body(comms)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        # os._exit: no parent-owned atexit hook or finalizer may run in the child.
+        os._exit(code)
+
+
+def _fresh_stdio() -> None:
+    """Line-buffered stdout/stderr on the pipes, and logging to stderr only.
+
+    The Celery pool process replaced sys.stdout with its own proxy and configured handlers
+    that write to the worker's log; the task's output must reach its try's log instead.
+    """
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), line_buffering=True)
+    sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", closefd=False), line_buffering=True)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None) -> TaskProcess:
+    """Start ``command`` with the comms socket inherited, its fd number in the environment."""
+    parent_end, child_end = socket.socketpair()
+    full_env = {**os.environ, **(env or {}), COMMS_FD_ENV: str(child_end.fileno())}
+    popen = subprocess.Popen(
+        list(command),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=[child_end.fileno()],
+        env=full_env,
+        start_new_session=True,
+    )
+    child_end.close()
+    assert popen.stdout is not None and popen.stderr is not None
+    return TaskProcess(popen.pid, parent_end, popen.stdout.fileno(), popen.stderr.fileno(), popen)
+
+
+def close_process_handles(process: TaskProcess) -> None:
+    """Close the supervisor's ends of the socket and pipes."""
+    process.comms.close()
+    if process.popen is not None:
+        for stream in (process.popen.stdout, process.popen.stderr):
+            if stream is not None:
+                stream.close()
+        return
+    for fd in (process.stdout, process.stderr):
+        with contextlib.suppress(OSError):
+            os.close(fd)

@@ -1,0 +1,237 @@
+"""The task side: what runs in the task process for a Python task.
+
+It never touches the SQL store: every read and write is a request to the supervisor over the
+comms socket (``SupervisorClient``), so the same supervisor can serve a task in any language.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import inspect
+import json
+import math
+import signal
+import socket
+import sys
+import threading
+import traceback
+from types import FrameType
+from typing import Any, NoReturn
+
+from tradewind.context import CONTEXT_KEYS, RuntimeTaskInstance, set_current_context
+from tradewind.dag import DAG
+from tradewind.exceptions import FailTask, SkipTask
+from tradewind.loader import one_line_error
+from tradewind.state_store import TaskStateStore
+from tradewind.task import Task
+from tradewind.xcom_arg import RETURN_VALUE, XComArg
+from worker import protocol as p
+
+
+class TaskTerminated(BaseException):
+    """SIGTERM reached the task (timeout, or its try was taken away)."""
+
+
+class RequestFailed(RuntimeError):
+    """The supervisor answered a request with ``ErrorResponse``."""
+
+
+class Client:
+    """Blocking request/reply over the comms socket; safe to share between threads."""
+
+    def __init__(self, comms: socket.socket) -> None:
+        self._comms = comms
+        self._lock = threading.Lock()
+        self._next_id = 0
+
+    def request(self, message: p._Message) -> p._Message:
+        with self._lock:
+            self._next_id += 1
+            message.id = self._next_id
+            self._comms.sendall(p.encode(message))
+            reply = p.TO_TASK.validate_json(p.read_frame(self._comms))
+        if isinstance(reply, p.ErrorResponse):
+            raise RequestFailed(reply.error)
+        return reply
+
+    # --- SupervisorClient ---
+    def get_xcom(self, task_id: str, key: str, map_index: int | None) -> Any:
+        reply = self.request(p.GetXCom(task_id=task_id, key=key, map_index=map_index))
+        assert isinstance(reply, p.XComResult)
+        return reply.value if reply.found else None
+
+    def set_xcom(self, key: str, value: Any) -> None:
+        self.request(p.SetXCom(key=key, value=value))
+
+    def get_state(self, key: str) -> Any:
+        reply = self.request(p.GetStateValue(key=key))
+        assert isinstance(reply, p.StateValueResult)
+        return reply.value if reply.found else None
+
+    def set_state(self, key: str, value: Any, expires_at: dt.datetime | None) -> None:
+        self.request(p.SetStateValue(key=key, value=value, expires_at=expires_at))
+
+    def delete_state(self, key: str) -> None:
+        self.request(p.DeleteStateValue(key=key))
+
+    def clear_state(self) -> None:
+        self.request(p.ClearStateValues())
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
+    raise TaskTerminated("the task was sent SIGTERM (timeout, or its try was stopped)")
+
+
+def run_python_task(comms: socket.socket, dag: DAG, task: Task) -> int:
+    """The body of a forked task process; returns its exit code."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    client = Client(comms)
+    details = client.request(p.GetTaskDetails(protocol_version=p.PROTOCOL_VERSION))
+    assert isinstance(details, p.TaskDetails)
+    context = build_context(details, client, dag, task)
+    set_current_context(context)
+    try:
+        result = call_task(task, context, client)
+        push_result(client, task, result)
+        _callback(task.options.on_success_callback, context)
+    except SkipTask as skip:
+        client.request(p.SkipTask(reason=str(skip)))
+        return 0
+    except (Exception, TaskTerminated) as error:
+        return _report_failure(client, task, context, details, error)
+    client.request(p.SucceedTask())
+    return 0
+
+
+def _report_failure(
+    client: Client,
+    task: Task,
+    context: dict[str, Any],
+    details: p.TaskDetails,
+    error: BaseException,
+) -> int:
+    traceback.print_exc()
+    retryable = not isinstance(error, FailTask)
+    if not retryable or details.try_number >= details.max_tries:
+        context["exception"] = error
+        _callback(task.options.on_failure_callback, context)
+    client.request(p.FailTask(error=one_line_error(error), retryable=retryable))
+    return 1
+
+
+def _callback(callback: Any, context: dict[str, Any]) -> None:
+    if callback is None:
+        return
+    try:
+        callback(context)
+    except Exception:
+        # A broken callback is logged; it does not change how the try ended.
+        print("callback failed:", file=sys.stderr)
+        traceback.print_exc()
+
+
+def build_context(details: p.TaskDetails, client: Client, dag: DAG, task: Task) -> dict[str, Any]:
+    ti = RuntimeTaskInstance(
+        details.dag_id,
+        details.run_id,
+        details.task_id,
+        details.map_index,
+        details.try_number,
+        client,
+    )
+    return {
+        "ti": ti,
+        "task_instance": ti,
+        "dag": dag,
+        "task": task,
+        "run_id": details.run_id,
+        "dag_run": {
+            "dag_id": details.dag_id,
+            "run_id": details.run_id,
+            "run_type": details.run_type,
+            "conf": details.params,
+            "logical_date": details.logical_date,
+        },
+        "params": details.params,
+        "task_state_store": TaskStateStore(client),
+        "logical_date": details.logical_date,
+        "data_interval_start": details.data_interval_start,
+        "data_interval_end": details.data_interval_end,
+    }
+
+
+def resolve(value: Any, client: Client) -> Any:
+    """Replace every XComArg inside ``value`` by the XCom it stands for."""
+    if isinstance(value, XComArg):
+        return client.get_xcom(value.task.task_id, value.key, None)
+    if isinstance(value, list | tuple):
+        return type(value)(resolve(item, client) for item in value)
+    if isinstance(value, dict):
+        return {key: resolve(item, client) for key, item in value.items()}
+    return value
+
+
+def call_task(task: Task, context: dict[str, Any], client: Client) -> Any:
+    assert task.python_callable is not None
+    args = resolve(task.args, client)
+    kwargs = resolve(task.kwargs, client)
+    kwargs.update(_context_arguments(task, context, kwargs))
+    result = task.python_callable(*args, **kwargs)
+    if inspect.iscoroutine(result):
+        result = asyncio.run(result)
+    return result
+
+
+def _context_arguments(
+    task: Task, context: dict[str, Any], given: dict[str, Any]
+) -> dict[str, Any]:
+    """Context keys the function names as parameters (``def run(ti=None, params=None)``)."""
+    assert task.python_callable is not None
+    names = inspect.signature(task.python_callable).parameters
+    return {name: context[name] for name in CONTEXT_KEYS if name in names and name not in given}
+
+
+def push_result(client: Client, task: Task, result: Any) -> None:
+    """The return value becomes the ``return_value`` XCom (and one XCom per key if asked)."""
+    if result is None:
+        return
+    check_serializable(task.task_id, result)
+    if task.options.multiple_outputs:
+        if not isinstance(result, dict) or not all(isinstance(k, str) for k in result):
+            raise TypeError(
+                f"task {task.task_id} has multiple_outputs=True but returned "
+                f"{type(result).__name__}, not a dict with str keys"
+            )
+        for key, value in result.items():
+            client.set_xcom(key, value)
+    client.set_xcom(RETURN_VALUE, result)
+
+
+def check_serializable(task_id: str, value: Any) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"task {task_id} returned a value that cannot be stored as JSON: "
+            f"{_offending(value) or error}"
+        ) from None
+
+
+def _offending(value: Any) -> str | None:
+    """Name the first value inside ``value`` that JSON cannot hold."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"the float {value} (NaN and infinities are not JSON)"
+    if value is None or isinstance(value, str | int | float | bool):
+        return None
+    if isinstance(value, dict):
+        bad_keys = [k for k in value if not isinstance(k, _JSON_KEYS)]
+        if bad_keys:
+            return f"a dict key of type {type(bad_keys[0]).__name__}"
+        return next(filter(None, map(_offending, value.values())), None)
+    if isinstance(value, list | tuple):
+        return next(filter(None, map(_offending, value)), None)
+    return f"a value of type {type(value).__name__}"
+
+
+_JSON_KEYS = (str, int, float, bool, type(None))

@@ -1,0 +1,221 @@
+"""The supervisor: runs one claimed try in a task process and services it until it ends.
+
+One selector loop, waiting until the nearest deadline (heartbeat due, timeout, kill grace), all
+measured on ``time.monotonic()``. It answers the task's requests, copies its output to the try's
+log, heartbeats with a fenced write (learning there if the try was taken away), enforces
+``execution_timeout`` on the task's whole process group, and records how the try ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
+
+from state.db import session_scope
+from state.enums import TaskInstanceState
+from state.transitions import TryFenced, assert_fence
+from worker import protocol as p
+from worker.claim import Claim, Final, final_for_failure
+from worker.process import TaskProcess, close_process_handles
+from worker.requests import TryContext, handle
+
+log = logging.getLogger(__name__)
+TI = TaskInstanceState
+_READ_BYTES = 65536
+
+
+@dataclass
+class Deadlines:
+    """When the loop must wake next, in ``time.monotonic()`` seconds."""
+
+    heartbeat: float
+    timeout: float | None
+    kill: float | None = None
+    stopping_reason: str | None = None
+
+    def nearest(self) -> float:
+        return min(t for t in (self.heartbeat, self.timeout, self.kill) if t is not None)
+
+
+@dataclass
+class SupervisorLoop:
+    """Services one task process until it has exited and its output is drained."""
+
+    process: TaskProcess
+    ctx: TryContext
+    heartbeat_seconds: float
+    kill_grace_seconds: float
+    execution_timeout_seconds: float | None
+    timed_out: bool = False
+    _open: set[int] = field(default_factory=set)
+
+    def run(self) -> None:
+        now = time.monotonic()
+        timeout = now + self.execution_timeout_seconds if self.execution_timeout_seconds else None
+        self.deadlines = Deadlines(heartbeat=now + self.heartbeat_seconds, timeout=timeout)
+        self.frames = p.FrameBuffer()
+        with selectors.DefaultSelector() as selector:
+            self._register(selector)
+            while self._open or self.process.poll() is None:
+                wait = max(0.0, self.deadlines.nearest() - time.monotonic())
+                if self.process.exit_code is not None or not self._open:
+                    wait = min(wait, 0.05)  # exited: only drain what is left, then stop
+                for key, _ in selector.select(wait):
+                    key.data(selector, key.fileobj)
+                self._on_deadlines()
+                if self.process.poll() is not None and self._drain_expired():
+                    break
+        # Whatever the task left running in its group goes with it.
+        self.process.signal_group(signal.SIGKILL)
+
+    def _register(self, selector: selectors.BaseSelector) -> None:
+        selector.register(self.process.comms, selectors.EVENT_READ, self._on_comms)
+        selector.register(self.process.stdout, selectors.EVENT_READ, self._pipe_reader("stdout"))
+        selector.register(self.process.stderr, selectors.EVENT_READ, self._pipe_reader("stderr"))
+        self._open = {self.process.comms.fileno(), self.process.stdout, self.process.stderr}
+        self._exited_at: float | None = None
+
+    def _drain_expired(self) -> bool:
+        # A grandchild that inherited the pipes may keep them open forever: stop waiting soon.
+        if self._exited_at is None:
+            self._exited_at = time.monotonic()
+        return not self._open or time.monotonic() - self._exited_at > 1.0
+
+    def _close(self, selector: selectors.BaseSelector, fileobj: object) -> None:
+        selector.unregister(fileobj)  # type: ignore[arg-type]
+        fd = fileobj if isinstance(fileobj, int) else fileobj.fileno()  # type: ignore[attr-defined]
+        self._open.discard(fd)
+
+    def _pipe_reader(self, source: str) -> Callable[[selectors.BaseSelector, object], None]:
+        def read(selector: selectors.BaseSelector, fileobj: object) -> None:
+            data = os.read(fileobj, _READ_BYTES)  # type: ignore[arg-type]
+            if not data:
+                self._close(selector, fileobj)
+            else:
+                self.ctx.log.feed(source, data)
+
+        return read
+
+    def _on_comms(self, selector: selectors.BaseSelector, fileobj: object) -> None:
+        try:
+            data = self.process.comms.recv(_READ_BYTES)
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            self._close(selector, fileobj)
+            return
+        try:
+            frames = self.frames.feed(data)
+        except p.ProtocolError as error:
+            self._stop(f"protocol error: {error}")
+            self._close(selector, fileobj)
+            return
+        for frame in frames:
+            self._answer(frame)
+
+    def _answer(self, frame: bytes) -> None:
+        try:
+            request = p.TO_SUPERVISOR.validate_json(frame)
+        except ValidationError as error:
+            reply: p._Message = p.ErrorResponse(
+                error=f"unknown or malformed request: {error.errors()[0]['msg']}"
+            )
+        else:
+            reply = handle(self.ctx, request)
+        # A task that is gone cannot take its reply; the loop notices its exit.
+        with contextlib.suppress(OSError):
+            self.process.comms.sendall(p.encode(reply))
+        if self.ctx.lost:
+            self._stop("the try no longer holds its task instance")
+
+    def _on_deadlines(self) -> None:
+        now = time.monotonic()
+        if now >= self.deadlines.heartbeat:
+            self._heartbeat()
+            self.deadlines.heartbeat = now + self.heartbeat_seconds
+        if self.deadlines.timeout is not None and now >= self.deadlines.timeout:
+            self.deadlines.timeout = None
+            self.timed_out = True
+            self._stop(f"execution_timeout of {self.execution_timeout_seconds:g}s exceeded")
+        if self.deadlines.kill is not None and now >= self.deadlines.kill:
+            self.deadlines.kill = None
+            if self.process.poll() is None:
+                self.ctx.log.line("supervisor", "still running after SIGTERM: sending SIGKILL")
+                self.process.signal_group(signal.SIGKILL)
+
+    def _heartbeat(self) -> None:
+        if self.ctx.lost or self.process.poll() is not None:
+            return
+        try:
+            with session_scope(self.ctx.url) as session:
+                assert_fence(session, self.ctx.fence)
+        except TryFenced:
+            self.ctx.lost = True
+            self._stop("the try no longer holds its task instance (cleared, failed or a zombie)")
+        except SQLAlchemyError as error:
+            # A missed heartbeat is survivable; the zombie threshold is several intervals long.
+            log.warning("heartbeat of task instance %s failed: %s", self.ctx.fence.ti_id, error)
+
+    def _stop(self, reason: str) -> None:
+        if self.deadlines.stopping_reason is not None:
+            return
+        self.deadlines.stopping_reason = reason
+        self.ctx.log.line("supervisor", f"{reason}: sending SIGTERM to the task's process group")
+        self.process.signal_group(signal.SIGTERM)
+        self.deadlines.kill = time.monotonic() + self.kill_grace_seconds
+
+
+def decide_final(loop: SupervisorLoop, claim: Claim) -> Final | None:
+    """How the try ended, from what the task said and how its process exited."""
+    ctx = loop.ctx
+    if ctx.lost:
+        return None
+    if loop.timed_out:
+        return final_for_failure(claim, loop.deadlines.stopping_reason or "timed out", True)
+    outcome, code = ctx.outcome, loop.process.exit_code
+    if outcome is not None and outcome.state == "success" and code == 0:
+        return Final(TI.SUCCESS)
+    if outcome is not None and outcome.state == "skipped":
+        return Final(TI.SKIPPED, outcome.error)
+    if outcome is not None and outcome.state == "failed":
+        return final_for_failure(claim, outcome.error or "failed", outcome.retryable)
+    reason = loop.deadlines.stopping_reason or _describe_exit(code)
+    return final_for_failure(claim, f"task process ended without an outcome: {reason}", True)
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is not None and code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+def supervise_process(
+    process: TaskProcess, ctx: TryContext, claim: Claim, settings: SupervisorSettings
+) -> Final | None:
+    loop = SupervisorLoop(
+        process,
+        ctx,
+        heartbeat_seconds=settings.heartbeat_seconds,
+        kill_grace_seconds=settings.kill_grace_seconds,
+        execution_timeout_seconds=claim.task_spec.get("execution_timeout_seconds"),
+    )
+    try:
+        loop.run()
+    finally:
+        close_process_handles(process)
+    return decide_final(loop, claim)
+
+
+@dataclass(frozen=True)
+class SupervisorSettings:
+    heartbeat_seconds: float
+    kill_grace_seconds: float
