@@ -122,7 +122,6 @@ class TaskInstance(Base):
     __table_args__ = (
         UniqueConstraint("dag_id", "run_id", "task_id", "map_index"),
         Index("ix_task_instance_state", "state"),
-        Index("ix_task_instance_run", "dag_id", "run_id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -1,7 +1,7 @@
-"""An ETL-like pipeline: extract orders, transform them (first try fails, the retry succeeds), load, report.
+"""An ETL-like pipeline: extract orders, transform them (the first try fails), load, report.
 
-Run it with ``tradewind standalone --run etl_example`` (embedded broker and SQLite) or trigger it on a
-running fleet with ``tradewind dags trigger etl_example --wait``.
+Run it with ``tradewind standalone --run etl_example`` (embedded broker and SQLite), or
+trigger it on a running fleet with ``tradewind dags trigger etl_example --wait``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def transform(orders: list[dict]) -> list[dict]:
     if ti.try_number == 1:
         raise ConnectionError("exchange-rate service timed out (this example fails its first try)")
     rate = 1.08
-    return [{**order, "amount_usd": round(order["amount_cents"] * rate / 100, 2)} for order in orders]
+    return [{**o, "amount_usd": round(o["amount_cents"] * rate / 100, 2)} for o in orders]
 
 
 @task(multiple_outputs=True)
