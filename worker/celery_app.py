@@ -28,10 +28,15 @@ def create_app() -> Celery:
     return app
 
 
-def execute_task_instance(self: Any, message: Any = None, **unexpected: Any) -> str:
+def execute_task_instance(self: Any, *args: Any, message: Any = None, **unexpected: Any) -> str:
     """Validate the message, then supervise its try; a bad message is logged and dropped."""
-    if unexpected:
-        log.error("dropped broker message with unexpected fields %s", sorted(unexpected))
+    if args or unexpected:
+        log.error(
+            "dropped broker message: expected one keyword argument 'message', got %d positional "
+            "and %s",
+            len(args),
+            sorted(unexpected) or "no other keywords",
+        )
         return "dropped"
     try:
         parsed = parse_message(message)

@@ -7,6 +7,7 @@ started and nothing else; its stdout and stderr are pipes the supervisor reads i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import logging
 import os
@@ -74,6 +75,7 @@ def _child_main(
     code = 70
     try:
         os.setpgid(0, 0)
+        _die_with_parent()
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
         _fresh_stdio()
@@ -90,6 +92,23 @@ def _child_main(
             sys.stderr.flush()
         # os._exit: no parent-owned atexit hook or finalizer may run in the child.
         os._exit(code)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this task process if its supervisor dies.
+
+    A supervisor killed with SIGKILL (OOM, a lost worker) cannot stop its task; left alone, the
+    orphan would go on running beside the retry that the zombie rule starts.
+    """
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the supervisor died before prctl took effect
+        os._exit(70)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _fresh_stdio() -> None:
