@@ -139,6 +139,7 @@ def _task_structure(task: Task) -> dict[str, Any]:
     options = task.options
     return {
         "upstream": sorted(task.upstream_task_ids),
+        "downstream": sorted(task.downstream_task_ids),
         "trigger_rule": str(options.trigger_rule),
         "retries": options.retries,
         "retry_delay_seconds": options.retry_delay.total_seconds() if options.retry_delay else 0,

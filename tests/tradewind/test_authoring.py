@@ -367,8 +367,10 @@ def test_structure_contents() -> None:
 
     assert structure["dag_id"] == "shaped"
     assert list(structure["tasks"]) == ["extract", "transform", "cleanup"]
+    assert structure["tasks"]["transform"]["downstream"] == ["cleanup"]
     assert structure["tasks"]["cleanup"] == {
         "upstream": ["transform"],
+        "downstream": [],
         "trigger_rule": "all_done",
         "retries": 3,
         "retry_delay_seconds": 10.0,
