@@ -14,7 +14,9 @@ class InvalidMessage(ValueError):
 class TaskInstanceMessage(BaseModel):
     """What a worker needs to find and claim one try; the dag/task ids are for logs."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a JSON message already has the right types; coercing true -> 1 or "7" -> 7 would
+    # claim a task instance the sender never named.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     ti_id: int = Field(gt=0)
     try_number: int = Field(ge=1)

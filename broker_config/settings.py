@@ -16,7 +16,7 @@ VISIBILITY_TIMEOUT_SECONDS = 86400
 
 def celery_settings(broker_url: str, broker_folder: Path) -> dict[str, Any]:
     settings: dict[str, Any] = {
-        "broker_url": broker_url,
+        "broker_url": broker_url,  # Redis in production; the embedded filesystem:// by default
         # Acknowledge after the supervisor is done, so a worker lost mid-task gives the
         # message back instead of losing it.
         "task_acks_late": True,
@@ -29,21 +29,23 @@ def celery_settings(broker_url: str, broker_folder: Path) -> dict[str, Any]:
         # If the broker connection drops, running tasks' messages go back; the claim in SQL
         # keeps the redelivery from running a try twice.
         "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # A worker started before its broker (compose, honcho) waits for it instead of exiting.
         "broker_connection_retry_on_startup": True,
         # JSON only: a worker never unpickles what a message carries.
         "task_serializer": "json",
-        "accept_content": ["json"],
-        "result_serializer": "json",
+        "accept_content": ["json"],  # anything else is refused before it is decoded
+        "result_serializer": "json",  # no pickle on the way back either
         # Results live in the SQL store (XComs); Celery keeps none.
         "result_backend": None,
-        "task_ignore_result": True,
+        "task_ignore_result": True,  # so no task writes a result anywhere
         # Task events on, so Flower shows the fleet.
         "worker_send_task_events": True,
-        "task_send_sent_event": True,
-        "task_default_queue": DEFAULT_QUEUE,
-        "task_create_missing_queues": True,
+        "task_send_sent_event": True,  # the producer's side too: Flower shows queued tries
+        "task_default_queue": DEFAULT_QUEUE,  # queue names come from broker_config.names only
+        "task_create_missing_queues": True,  # a task's own `queue=` needs no declaration
         # Keep Tradewind's own log format: Celery must not take over the root logger.
         "worker_hijack_root_logger": False,
+        # Per transport: the embedded broker's folders, or Redis's visibility timeout.
         "broker_transport_options": _transport_options(broker_url, broker_folder),
     }
     return settings

@@ -1,8 +1,9 @@
-"""The scheduler loop: sync DAGs, schedule every active run, rescue what stopped moving.
+"""The scheduler loop: sync DAGs, create due runs, schedule every active run, rescue what stopped.
 
 Each run is scheduled in its own short transaction holding its row lock (``FOR UPDATE SKIP
 LOCKED``), so several schedulers share the work without a global lock; messages are published
-only after the transaction that queued them commits.
+only after the transaction that queued them commits, and failure callbacks run only after the
+transaction that failed their try commits.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from celery import Celery
 from sqlalchemy import select
 
 from broker_config import make_celery_app, publish_many
+from scheduler.callbacks import LostTry, run_failure_callback
 from scheduler.dag_sync import sync_dags
+from scheduler.timed_runs import create_due_runs, due_dags
 from state.db import session_scope
-from state.enums import DagRunState
+from state.enums import DagRunState, TaskInstanceState
 from state.liveness import (
     dag_tasks,
     fail_queued,
@@ -29,9 +32,10 @@ from state.liveness import (
     give_up_try,
     resend_queued,
 )
-from state.models import DagModel, DagRun, utcnow
+from state.models import DagModel, DagRun, TaskInstance, utcnow
 from state.scheduling import Enqueue, schedule_run_by_pk
 from state.values import purge_expired_states
+from tradewind.dag import DAG
 from tradewind.loader import dag_files
 from tradewind.settings import Settings
 
@@ -44,12 +48,15 @@ class LoopStats:
     queued: int = 0
     resent: int = 0
     zombies: int = 0
+    created: int = 0
 
 
 @dataclass
 class Scheduler:
     settings: Settings
     app: Celery | None = None
+    #: The DAGs as this process parsed them at its last sync (their callbacks run here).
+    dags: dict[str, DAG] = field(default_factory=dict)
     _files_seen: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -73,6 +80,7 @@ class Scheduler:
     def run_once(self) -> LoopStats:
         stats = LoopStats()
         self.sync_if_changed()
+        self._create_due_runs(stats)
         self._schedule_runs(stats)
         self._rescue_stalled_queued(stats)
         self._reap_zombies(stats)
@@ -87,7 +95,7 @@ class Scheduler:
             return
         with session_scope(self.url) as session:
             result = sync_dags(session, Path(folder))
-        self._files_seen = seen
+        self._files_seen, self.dags = seen, result.dags
         for path, error in result.import_errors.items():
             log.error("DAG file %s does not import: %s", path, error)
         if result.changed:
@@ -95,8 +103,15 @@ class Scheduler:
 
     def _publish(self, ready: list[Enqueue]) -> None:
         if ready:
-            assert self.app is not None
             publish_many(self.app, ready)
+
+    def _create_due_runs(self, stats: LoopStats) -> None:
+        now = utcnow()
+        with session_scope(self.url) as session:
+            due = due_dags(session, now)
+        for dag in due:
+            with session_scope(self.url) as session:
+                stats.created += len(create_due_runs(session, dag, now))
 
     def _schedule_runs(self, stats: LoopStats) -> None:
         with session_scope(self.url) as session:
@@ -119,45 +134,48 @@ class Scheduler:
     def _rescue_stalled_queued(self, stats: LoopStats) -> None:
         now = utcnow()
         cutoff = now - dt.timedelta(seconds=self.settings.task_queued_timeout_seconds)
+        resend: list[Enqueue] = []
+        failed: list[LostTry] = []
         with session_scope(self.url) as session:
-            resend: list[Enqueue] = []
             for ti in find_stalled_queued(session, cutoff):
                 if ti.queued_resends >= self.settings.max_queued_resends:
                     sends = ti.queued_resends + 1
                     error = f"queued too long: its message was sent {sends} times, never started"
                     if fail_queued(session, ti, error, now):
                         log.error("%s.%s: %s", ti.dag_id, ti.task_id, error)
+                        failed.append(_lost(ti, error))
                     continue
                 resend += [_enqueue_of(row) for row in resend_queued(session, ti, now)]
         self._publish(resend)
+        self._run_callbacks(failed)
         stats.resent += len(resend)
 
     def _reap_zombies(self, stats: LoopStats) -> None:
         now = utcnow()
         cutoff = now - dt.timedelta(seconds=self.settings.zombie_threshold_seconds)
+        error = f"zombie: no heartbeat for over {self.settings.zombie_threshold_seconds:g}s"
+        failed: list[LostTry] = []
         with session_scope(self.url) as session:
             for ti in find_zombies(session, cutoff):
-                error = f"zombie: no heartbeat for over {self.settings.zombie_threshold_seconds:g}s"
                 target = give_up_try(session, ti, error, now, dag_tasks(session, ti.dag_id))
-                if target is not None:
-                    stats.zombies += 1
-                    log.warning(
-                        "%s.%s try %s: %s -> %s",
-                        ti.dag_id,
-                        ti.task_id,
-                        ti.try_number,
-                        error,
-                        target,
-                    )
+                if target is None:
+                    continue
+                stats.zombies += 1
+                log.warning(
+                    "%s.%s try %s: %s -> %s", ti.dag_id, ti.task_id, ti.try_number, error, target
+                )
+                if target == TaskInstanceState.FAILED:
+                    failed.append(_lost(ti, error))
+        self._run_callbacks(failed)
+
+    def _run_callbacks(self, failed: list[LostTry]) -> None:
+        for lost in failed:
+            run_failure_callback(self.dags, lost)
 
 
-def _enqueue_of(ti: object) -> Enqueue:
-    return Enqueue(
-        ti.id,
-        ti.try_number,
-        ti.dag_id,
-        ti.run_id,
-        ti.task_id,
-        ti.map_index,
-        ti.queue,  # type: ignore[attr-defined]
-    )
+def _lost(ti: TaskInstance, error: str) -> LostTry:
+    return LostTry(ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.try_number, error)
+
+
+def _enqueue_of(ti: TaskInstance) -> Enqueue:
+    return Enqueue(ti.id, ti.try_number, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.queue)

@@ -1,4 +1,10 @@
-"""Finding tries that stopped making progress: zombies and queued messages that never started."""
+"""Tries that stopped making progress: zombies, queued messages that never started, and messages
+whose task keeps killing the worker that runs it.
+
+Finders lock what they return (``FOR UPDATE SKIP LOCKED``): two schedulers sweeping at once
+split the rows between them instead of both re-sending one message or both reaping one zombie.
+Every move is conditional on the try it ends, so a sweep that lost a race moves nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +12,22 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from state.enums import TaskInstanceState
-from state.models import DagModel, TaskInstance
+from state.models import DagModel, TaskInstance, utcnow
 from state.transitions import Fence, transition_tis, transition_tis_returning
 
 TI = TaskInstanceState
 
 
 def find_zombies(session: Session, cutoff: dt.datetime) -> list[TaskInstance]:
+    """Running tries whose supervisor has not heartbeated since ``cutoff``."""
     query = select(TaskInstance).where(
         TaskInstance.state == TI.RUNNING, TaskInstance.last_heartbeat < cutoff
     )
-    return list(session.scalars(query))
+    return list(session.scalars(query.with_for_update(skip_locked=True)))
 
 
 def give_up_try(
@@ -41,10 +48,11 @@ def give_up_try(
 
 
 def find_stalled_queued(session: Session, cutoff: dt.datetime) -> list[TaskInstance]:
+    """Queued tries whose message was last sent before ``cutoff`` and never claimed."""
     query = select(TaskInstance).where(
         TaskInstance.state == TI.QUEUED, TaskInstance.queued_at < cutoff
     )
-    return list(session.scalars(query))
+    return list(session.scalars(query.with_for_update(skip_locked=True)))
 
 
 def resend_queued(session: Session, ti: TaskInstance, now: dt.datetime) -> list[TaskInstance]:
@@ -61,6 +69,42 @@ def fail_queued(session: Session, ti: TaskInstance, error: str, now: dt.datetime
         session, [ti.id], [TI.QUEUED], TI.FAILED, values, try_number=ti.try_number
     )
     return moved == 1
+
+
+def count_redelivery(session: Session, ti_id: int, try_number: int) -> int | None:
+    """Count a delivery of a try that is already running; the count, or None if it is not.
+
+    Celery delivers a late-acknowledged message again when the worker running it died
+    (``task_reject_on_worker_lost``); the claim drops the copy, and this counts it. The count
+    goes on across tries until a supervisor records the end of one (worker/claim.py).
+    """
+    statement = (
+        update(TaskInstance)
+        .where(
+            TaskInstance.id == ti_id,
+            TaskInstance.try_number == try_number,
+            TaskInstance.state == TI.RUNNING,
+        )
+        .values(deliveries=TaskInstance.deliveries + 1)
+        .returning(TaskInstance.deliveries)
+        .execution_options(synchronize_session=False)
+    )
+    return session.scalar(statement)
+
+
+def fail_overdelivered(
+    session: Session, ti_id: int, try_number: int, deliveries: int, max_deliveries: int
+) -> str:
+    """Fail a try whose messages keep being delivered with no try ever ending; the reason."""
+    error = (
+        f"delivered {deliveries} times without a try ending (max_deliveries={max_deliveries}): "
+        "its task keeps killing the worker that runs it"
+    )
+    values = {"end_date": utcnow(), "error": error, "fence_token": None}
+    transition_tis(
+        session, [ti_id], [TI.QUEUED, TI.RUNNING], TI.FAILED, values, try_number=try_number
+    )
+    return error
 
 
 def dag_tasks(session: Session, dag_id: str) -> Mapping[str, Any]:

@@ -25,7 +25,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.autogenerate.api import AutogenContext
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import MetaData, TypeDecorator, make_url
+from sqlalchemy import JSON, MetaData, TypeDecorator, make_url
 
 from state.db import get_engine
 from state.models import Base
@@ -92,6 +92,10 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
     """
     if type_ == "type" and isinstance(obj, TypeDecorator):
         return f"sa.{obj.impl_instance!r}"
+    if type_ == "type" and isinstance(obj, JSON) and "postgresql" in obj._variant_mapping:
+        # JSON everywhere, JSONB on PostgreSQL (the DAG structure column).
+        autogen_context.imports.add("from sqlalchemy.dialects import postgresql")
+        return "sa.JSON().with_variant(postgresql.JSONB(), 'postgresql')"
     return False
 
 

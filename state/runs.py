@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from state.enums import CLEARABLE, DagRunState, TaskInstanceState
 from state.models import DagModel, DagRun, TaskInstance, TaskStateValue, XCom, utcnow
 from state.transitions import transition_run, transition_tis
+from state.upserts import insert_missing
 
 TI = TaskInstanceState
 
@@ -98,13 +99,18 @@ def verify_integrity(session: Session, run: DagRun, dag_model: DagModel) -> None
     removable = [s for s in TI if s not in (TI.RUNNING, TI.QUEUED, TI.REMOVED)]
     transition_tis(session, gone, removable, TI.REMOVED)
     transition_tis(session, back, [TI.REMOVED], TI.NONE)
-    for task_id in tasks.keys() - present:
-        try:
-            with session.begin_nested():
-                session.add(new_task_instance(run, task_id, tasks[task_id]))
-        except IntegrityError:
-            continue  # another scheduler added it first: the unique key keeps one
-    run.version_hash = dag_model.version_hash
+    # One INSERT for all new tasks. A row another scheduler inserted first is skipped by the
+    # unique key, and this transaction goes on (a failed INSERT would abort it on PostgreSQL).
+    new = [
+        new_task_instance(run, task_id, tasks[task_id])
+        for task_id in sorted(tasks.keys() - present)
+    ]
+    values = [{k: v for k, v in vars(ti).items() if not k.startswith("_")} for ti in new]
+    insert_missing(session, TaskInstance, values, ["dag_id", "run_id", "task_id", "map_index"])
+    # A gone task still queued or running is removed once its try ends: until then the run is
+    # verified again at each pass, or that try's end would count in the run's outcome.
+    if not any(row.task_id not in tasks and row.state in (TI.RUNNING, TI.QUEUED) for row in rows):
+        run.version_hash = dag_model.version_hash
 
 
 def clear_task_instances(
@@ -112,10 +118,13 @@ def clear_task_instances(
     run: DagRun,
     task_ids: Collection[str] | None = None,
     keep_state: bool = False,
+    purge_xcoms: Callable[[Sequence[XCom]], None] | None = None,
 ) -> int:
     """Reset task instances for another run: a new generation, XComs (and state) discarded.
 
     The try number is kept (tries go on counting) and the task gets its full retries again.
+    ``purge_xcoms`` is given the XCom rows about to be deleted, so a backend that keeps values
+    elsewhere deletes them too (``worker.xcom.xcom_purger``); if it raises, nothing is cleared.
     """
     dag_model = get_dag_model(session, run.dag_id)
     tasks: Mapping[str, Any] = dag_model.structure["tasks"]
@@ -124,7 +133,10 @@ def clear_task_instances(
     )
     if task_ids:
         query = query.where(TaskInstance.task_id.in_(task_ids))
-    tis = [ti for ti in session.scalars(query) if ti.state in CLEARABLE]
+    # populate_existing: a row this session loaded earlier may be stale; clear what it is now.
+    loaded = session.scalars(query, execution_options={"populate_existing": True})
+    tis = [ti for ti in loaded if ti.state in CLEARABLE]
+    cleared = 0
     for ti in tis:
         retries = int(tasks.get(ti.task_id, {}).get("retries", 0))
         values = {
@@ -134,16 +146,35 @@ def clear_task_instances(
             "next_retry_at": None,
             "end_date": None,
             "error": None,
+            "deliveries": 0,
         }
-        transition_tis(session, [ti.id], [TI(ti.state)], TI.NONE, values)
-        _discard_results(session, ti, keep_state)
-    if tis and run.state in (DagRunState.SUCCESS, DagRunState.FAILED):
+        # A writer that moved it since the read won: its results are not ours to discard.
+        if transition_tis(session, [ti.id], [TI(ti.state)], TI.NONE, values):
+            _discard_results(session, ti, keep_state, purge_xcoms)
+            cleared += 1
+    if cleared and run.state in (DagRunState.SUCCESS, DagRunState.FAILED):
         values = {"end_date": None}
         transition_run(session, run.id, [DagRunState(run.state)], DagRunState.QUEUED, values)
-    return len(tis)
+    return cleared
 
 
-def _discard_results(session: Session, ti: TaskInstance, keep_state: bool) -> None:
+def _discard_results(
+    session: Session,
+    ti: TaskInstance,
+    keep_state: bool,
+    purge_xcoms: Callable[[Sequence[XCom]], None] | None = None,
+) -> None:
+    if purge_xcoms is not None:
+        rows = session.scalars(
+            select(XCom).where(
+                XCom.dag_id == ti.dag_id,
+                XCom.run_id == ti.run_id,
+                XCom.task_id == ti.task_id,
+                XCom.map_index == ti.map_index,
+            )
+        ).all()
+        if rows:
+            purge_xcoms(rows)
     tables: list[type[XCom] | type[TaskStateValue]] = (
         [XCom] if keep_state else [XCom, TaskStateValue]
     )

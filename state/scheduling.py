@@ -15,8 +15,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from state.enums import ACTIVE, FINISHED, DagRunState, TaskInstanceState
+from state.enums import FINISHED, DagRunState, TaskInstanceState
+from state.mapping import expand_mapped
 from state.models import DagModel, DagRun, TaskInstance, utcnow
+from state.pools import may_start_run, room_to_queue
 from state.readiness import TIRow, evaluate, run_outcome
 from state.runs import mark_run_started, verify_integrity
 from state.transitions import transition_run, transition_tis, transition_tis_returning
@@ -50,12 +52,21 @@ def schedule_run(
     now = now or utcnow()
     if run.version_hash != dag_model.version_hash:
         verify_integrity(session, run, dag_model)
+    # A queued run may start only under max_active_runs; it then holds the DAG's lock.
+    max_runs = int(dag_model.structure.get("max_active_runs", 16))
+    if run.state == DagRunState.QUEUED and not may_start_run(session, run.dag_id, max_runs):
+        return []
     rows = session.execute(
         select(
-            TaskInstance.id, TaskInstance.task_id, TaskInstance.state, TaskInstance.next_retry_at
+            TaskInstance.id,
+            TaskInstance.task_id,
+            TaskInstance.state,
+            TaskInstance.next_retry_at,
+            TaskInstance.pool,
         ).where(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
     ).all()
     states = {row.id: TI(row.state) for row in rows}
+    _remove_gone(session, dag_model.structure, rows, states)
     _apply_decisions(session, dag_model.structure, rows, states, now)
     due = [
         r.id
@@ -64,7 +75,8 @@ def schedule_run(
     ]
     if transition_tis(session, due, [TI.UP_FOR_RETRY], TI.SCHEDULED):
         states.update(dict.fromkeys(due, TI.SCHEDULED))
-    enqueued = _queue_scheduled(session, dag_model.structure, states, now)
+    pools = {row.id: row.pool for row in rows}
+    enqueued = _queue_scheduled(session, run.dag_id, dag_model.structure, pools, states, now)
     if enqueued:
         mark_run_started(session, run)
     settle_run(session, run, list(states.values()), now)
@@ -79,6 +91,7 @@ def _apply_decisions(
     now: dt.datetime,
 ) -> None:
     decisions = evaluate(structure, [TIRow(r.id, r.task_id, r.state) for r in rows])
+    expand_mapped(session, structure, rows, decisions)  # .expand / .batch: state/mapping.py
     for target in (TI.SCHEDULED, TI.UPSTREAM_FAILED, TI.SKIPPED):
         ids = decisions.target(target)
         values = {"end_date": now} if target in FINISHED else None
@@ -86,21 +99,44 @@ def _apply_decisions(
         states.update(dict.fromkeys(ids, target))
 
 
+def _remove_gone(
+    session: Session, structure: Mapping[str, Any], rows: Any, states: dict[int, TaskInstanceState]
+) -> None:
+    """Tasks no longer in the DAG that have nothing left to do (or a retry to come) are removed.
+
+    ``verify_integrity`` leaves a queued or running try alone; once it ends in ``up_for_retry``
+    it must not be retried into a task the DAG no longer has.
+    """
+    tasks = structure["tasks"]
+    waiting = (TI.NONE, TI.SCHEDULED, TI.UP_FOR_RETRY)
+    gone = [r for r in rows if r.task_id not in tasks and r.state in waiting]
+    from_states = {TI(r.state) for r in gone}
+    ids = [r.id for r in gone]
+    if transition_tis(session, ids, from_states, TI.REMOVED):
+        states.update(dict.fromkeys(ids, TI.REMOVED))
+
+
 def _queue_scheduled(
     session: Session,
+    dag_id: str,
     structure: Mapping[str, Any],
+    pools: Mapping[int, str],
     states: dict[int, TaskInstanceState],
     now: dt.datetime,
 ) -> list[Enqueue]:
-    """``scheduled -> queued`` within the DAG's ``max_active_tasks``; each queue starts a try."""
-    active = sum(1 for state in states.values() if state in ACTIVE)
-    room = max(int(structure.get("max_active_tasks", 16)) - active, 0)
-    ready = sorted(ti_id for ti_id, state in states.items() if state == TI.SCHEDULED)[:room]
+    """``scheduled -> queued`` within max_active_tasks and pool slots; each queue starts a try."""
+    scheduled = sorted(ti_id for ti_id, state in states.items() if state == TI.SCHEDULED)
+    if not scheduled:
+        return []
+    # The cap is the DAG's over all of its runs (as in Airflow), and each pool's over all DAGs.
+    max_tasks = int(structure.get("max_active_tasks", 16))
+    room = room_to_queue(session, dag_id, max_tasks, {pools[ti_id] for ti_id in scheduled})
+    ready = [ti_id for ti_id in scheduled if room.take(pools[ti_id])]
     values = {
         "try_number": TaskInstance.try_number + 1,
         "queued_at": now,
         "fence_token": None,
-        "deliveries": 0,
+        # Not ``deliveries``: it counts across tries until a supervisor records an end.
         "queued_resends": 0,
         "hostname": None,
         "pid": None,
@@ -121,6 +157,8 @@ def settle_run(
     outcome = run_outcome(states)
     if outcome is None or run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
         return
+    if outcome == DagRunState.SUCCESS:
+        mark_run_started(session, run)  # a run succeeds from running only
     target = DagRunState(outcome)
     if transition_run(session, run.id, [DagRunState(run.state)], target, {"end_date": now}):
         run.state = target
@@ -132,6 +170,6 @@ def schedule_run_by_pk(session: Session, run_pk: int) -> list[Enqueue]:
     if run is None or run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
         return []
     dag_model = session.get(DagModel, run.dag_id)
-    if dag_model is None:
+    if dag_model is None or dag_model.is_paused:
         return []
     return schedule_run(session, run, dag_model)

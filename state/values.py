@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, make_url, or_, select
 from sqlalchemy.orm import Session
 
 from state.models import TaskStateValue, XCom, utcnow
@@ -107,3 +107,18 @@ def purge_expired_states(session: Session, now: dt.datetime | None = None) -> in
     """Housekeeping: drop state values past their ``expires_at``."""
     statement = delete(TaskStateValue).where(TaskStateValue.expires_at <= (now or utcnow()))
     return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+
+#: The largest value, in bytes, a ``Text`` column takes on each database. PostgreSQL caps a field
+#: at 1 GB; SQLite a string at SQLITE_MAX_LENGTH (10**9 by default); MySQL's TEXT at 64 KiB.
+DATABASE_MAX_VALUE_BYTES: dict[str, int] = {
+    "postgresql": (1 << 30) - 1,
+    "sqlite": 1_000_000_000,
+    "mysql": 65_535,
+}
+
+
+def database_max_value_bytes(url: str) -> int:
+    """What the database at ``url`` accepts in one value; a write above it must not be sent."""
+    backend = make_url(url).get_backend_name()
+    return DATABASE_MAX_VALUE_BYTES.get(backend, DATABASE_MAX_VALUE_BYTES["mysql"])

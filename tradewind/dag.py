@@ -18,6 +18,7 @@ from typing import Any
 from tradewind import dag_context
 from tradewind.exceptions import DagDefinitionError
 from tradewind.task import Task
+from tradewind.timetables import InvalidSchedule, parse_schedule
 
 ScheduleArg = str | dt.timedelta | None
 
@@ -43,6 +44,10 @@ class DAG:
             raise DagDefinitionError(f"dag_id must be a non-empty string, got {dag_id!r}")
         self.dag_id = dag_id
         self.schedule = schedule
+        try:
+            self._schedule_text = parse_schedule(schedule)
+        except InvalidSchedule as error:
+            raise DagDefinitionError(f"DAG {dag_id}: {error}") from None
         self.start_date = _aware(start_date)
         self.catchup = catchup
         self.max_active_tasks = max_active_tasks
@@ -108,7 +113,7 @@ class DAG:
         """What the scheduler and ``state/`` need, as JSON: no code, only ids and options."""
         return {
             "dag_id": self.dag_id,
-            "schedule": _schedule_text(self.schedule),
+            "schedule": self._schedule_text,
             "start_date": self.start_date.isoformat() if self.start_date else None,
             "catchup": self.catchup,
             "max_active_tasks": self.max_active_tasks,
@@ -127,12 +132,6 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=dt.UTC)
     return value
-
-
-def _schedule_text(schedule: ScheduleArg) -> str | None:
-    if isinstance(schedule, dt.timedelta):
-        return f"interval:{schedule.total_seconds():g}"
-    return schedule
 
 
 def _task_structure(task: Task) -> dict[str, Any]:

@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     dags_folder: Path | None = None
     xcom_backend: str = "sql"
     object_storage_url: str | None = None
+    # A Connection holding the object store's credentials (for s3://: key, secret, endpoint).
+    object_storage_conn_id: str | None = None
     xcom_object_threshold_bytes: int = Field(default=65536, ge=0)
     state_store_backend: str = "sql"
     state_store_max_value_bytes: int = Field(default=65536, gt=0)

@@ -14,6 +14,8 @@ from typing import Any, Final
 from tradewind.context import SupervisorClient
 
 MAX_KEY_LENGTH: Final = 512
+#: Keys of iterable tasks' checkpoints (``state/checkpoints.py``); a user's key may not start so.
+RESERVED_PREFIX: Final = "_iterable_"
 
 
 class _NeverExpire:
@@ -72,6 +74,10 @@ class TaskStateStore:
 
     def _key(self, key: str) -> str:
         check_key(key)
+        if key.startswith(RESERVED_PREFIX):
+            raise StateValueError(f"keys starting with {RESERVED_PREFIX!r} are reserved")
+        # An item's keys carry its suffix: the limit applies to the key as stored.
+        check_key(key + self._suffix)
         return key + self._suffix
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -89,7 +95,8 @@ class TaskStateStore:
         self._client.delete_state(self._key(key))
 
     def clear(self) -> None:
-        self._client.clear_state()
+        """Delete this store's keys: an item of an iterable task clears only its own."""
+        self._client.clear_state(self._suffix)
 
     async def aget(self, key: str, default: Any = None) -> Any:
         return await asyncio.to_thread(self.get, key, default)

@@ -15,6 +15,7 @@ from typing import Any
 
 from tradewind.dag_context import current_dag
 from tradewind.exceptions import DagDefinitionError
+from tradewind.mapping import BatchedTask, PartialTask
 from tradewind.trigger_rules import TriggerRule
 from tradewind.xcom_arg import XComArg, find_xcom_args
 
@@ -142,6 +143,19 @@ class TaskDecorator:
 
     def __call__(self, *args: Any, **kwargs: Any) -> XComArg:
         return XComArg(self._add_task(args, kwargs))
+
+    # Mapping (tradewind/mapping.py): .partial(...) then .expand / .iterate / .batch(size=k).
+    def partial(self, **kwargs: Any) -> PartialTask:
+        return PartialTask(self, kwargs)
+
+    def expand(self, **mapped: Any) -> XComArg:
+        return self.partial().expand(**mapped)
+
+    def iterate(self, **mapped: Any) -> XComArg:
+        return self.partial().iterate(**mapped)
+
+    def batch(self, size: int) -> BatchedTask:
+        return self.partial().batch(size)
 
     def _add_task(self, args: tuple[Any, ...], kwargs: dict[str, Any], mapping: Any = None) -> Task:
         dag = current_dag()

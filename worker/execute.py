@@ -10,15 +10,18 @@ from state.db import session_scope
 from state.enums import TaskInstanceState
 from state.scheduling import Enqueue, schedule_run_by_pk
 from tradewind.exceptions import TaskNotFound
-from tradewind.settings import Settings
+from tradewind.settings import Settings, SettingsError
 from worker import protocol as p
 from worker.claim import Claim, Final, claim_try, final_for_failure, record_final
 from worker.dags import find_task
+from worker.iterable import run_iterable_task
 from worker.logs import TryLog, log_path
+from worker.mapping import is_iterable
 from worker.process import exec_runtime_task, fork_python_task
-from worker.requests import TryContext
+from worker.requests import TryContext, handle
 from worker.runner import run_python_task
 from worker.supervisor import SupervisorSettings, supervise_process
+from worker.xcom.serving import prepare_xcoms
 
 log = logging.getLogger(__name__)
 Publisher = Callable[[list[Enqueue]], None]
@@ -28,7 +31,7 @@ def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher
     """Run the try ``message`` names; returns the state recorded (or why it was dropped)."""
     url = settings.sql_url
     with session_scope(url) as session:
-        claim = claim_try(session, message)
+        claim = claim_try(session, message, settings.max_deliveries)
     if isinstance(claim, str):
         log.warning("dropped message for %s: %s", message.describe(), claim)
         return "dropped"
@@ -72,12 +75,28 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
         try_log.line("supervisor", str(error))
         return final_for_failure(claim, str(error), True)
     ctx = TryContext(settings.sql_url, claim.fence, claim.ti, task_details(claim), try_log)
-    if task.options.command is not None:
-        process = exec_runtime_task(task.options.command)
-    else:
-        process = fork_python_task(lambda comms: run_python_task(comms, dag, task))
-    sup = SupervisorSettings(settings.heartbeat_seconds, settings.kill_grace_seconds)
-    return supervise_process(process, ctx, claim, sup)
+    ctx.max_value_bytes = settings.state_store_max_value_bytes
+    try:
+        ctx.xcoms = prepare_xcoms(ctx, task, settings, lambda message: handle(ctx, message))
+    except SettingsError as error:
+        try_log.line("supervisor", str(error))
+        return final_for_failure(claim, str(error), True)
+    try:
+        if task.options.command is None:
+            # An iterable task runs all its items in its one process (worker/iterable.py).
+            body = run_iterable_task if is_iterable(task) else run_python_task
+            process = fork_python_task(lambda comms: body(comms, dag, task))
+        else:
+            try:
+                process = exec_runtime_task(task.options.command)
+            except OSError as error:  # the command is missing or not executable
+                try_log.line("supervisor", f"could not start {task.options.command}: {error}")
+                return final_for_failure(claim, f"could not start the task: {error}", True)
+        sup = SupervisorSettings(settings.heartbeat_seconds, settings.kill_grace_seconds)
+        return supervise_process(process, ctx, claim, sup)
+    finally:
+        if ctx.xcoms.helper is not None:
+            ctx.xcoms.helper.close()
 
 
 def _record(url: str, claim: Claim, final: Final | None, try_log: TryLog) -> str:

@@ -27,7 +27,7 @@ class TryLog:
         self.path = path
         self._file: TextIO = path.open("a", encoding="utf-8")
         self._secrets: set[str] = set()
-        self._partial: dict[str, str] = {}
+        self._partial: dict[str, bytes] = {}
 
     def add_secret(self, secret: str) -> None:
         # Very short values would mask half the log and protect nothing.
@@ -45,16 +45,23 @@ class TryLog:
         self._file.flush()
 
     def feed(self, source: str, data: bytes) -> None:
-        """Bytes read from a pipe: complete lines are written, the rest waits for more."""
-        text = self._partial.pop(source, "") + data.decode("utf-8", errors="replace")
-        *lines, rest = text.split("\n")
+        """Bytes read from a pipe: complete lines are written, the rest waits for more.
+
+        Split as bytes and decoded per line: a character that one read cut in two is not garbled.
+        """
+        *lines, rest = (self._partial.pop(source, b"") + data).split(b"\n")
         for complete in lines:
-            self.line(source, complete)
+            self.line(source, complete.decode("utf-8", errors="replace"))
         if rest:
             self._partial[source] = rest
 
+    def end(self, source: str) -> None:
+        """The pipe of ``source`` closed: its unfinished last line is written now, in order."""
+        rest = self._partial.pop(source, b"")
+        if rest:
+            self.line(source, rest.decode("utf-8", errors="replace"))
+
     def close(self) -> None:
-        for source, rest in self._partial.items():
-            self.line(source, rest)
-        self._partial.clear()
+        for source in list(self._partial):
+            self.end(source)
         self._file.close()

@@ -78,11 +78,49 @@ class DeleteStateValue(_Message):
 
 class ClearStateValues(_Message):
     type: Literal["ClearStateValues"] = "ClearStateValues"
+    # An item of an iterable task clears only its own keys: those ending with its suffix.
+    key_suffix: str = ""
+
+
+# Checkpoints of iterable tasks (DESIGN.md §5): the supervisor stores and reads them; what they
+# mean is the task's business (worker/checkpoints.py).
+class WriteCheckpointBatch(_Message):
+    type: Literal["WriteCheckpointBatch"] = "WriteCheckpointBatch"
+    number: int = Field(ge=0)
+    value: Any
+
+
+class WriteCheckpointMarker(_Message):
+    type: Literal["WriteCheckpointMarker"] = "WriteCheckpointMarker"
+    value: Any
+
+
+class ReadCheckpointBatches(_Message):
+    type: Literal["ReadCheckpointBatches"] = "ReadCheckpointBatches"
+
+
+class ClearCheckpointBatches(_Message):
+    type: Literal["ClearCheckpointBatches"] = "ClearCheckpointBatches"
+
+
+class SetItemsTotal(_Message):
+    type: Literal["SetItemsTotal"] = "SetItemsTotal"
+    total: int = Field(ge=0)
 
 
 class MaskSecret(_Message):
     type: Literal["MaskSecret"] = "MaskSecret"
     value: str
+
+
+class GetConnection(_Message):
+    type: Literal["GetConnection"] = "GetConnection"
+    conn_id: str
+
+
+class GetVariable(_Message):
+    type: Literal["GetVariable"] = "GetVariable"
+    key: str
 
 
 class SucceedTask(_Message):
@@ -125,12 +163,42 @@ class XComResult(_Message):
     type: Literal["XComResult"] = "XComResult"
     found: bool
     value: Any = None
+    # Set when ``value`` is the list of a mapped task's XComs: the map index of each item.
+    map_indexes: list[int] | None = None
 
 
 class StateValueResult(_Message):
     type: Literal["StateValueResult"] = "StateValueResult"
     found: bool
     value: Any = None
+
+
+class CheckpointBatchesResult(_Message):
+    type: Literal["CheckpointBatchesResult"] = "CheckpointBatchesResult"
+    batches: dict[int, Any] = Field(default_factory=dict)
+    marker: Any = None
+
+
+class ConnectionResult(_Message):
+    # "schema" on the wire; the attribute is renamed because pydantic's BaseModel has a .schema.
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_name=True)
+
+    type: Literal["ConnectionResult"] = "ConnectionResult"
+    conn_id: str
+    conn_type: str = "generic"
+    host: str | None = None
+    login: str | None = None
+    password: str | None = None
+    schema_: str | None = Field(default=None, alias="schema")
+    port: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class VariableResult(_Message):
+    type: Literal["VariableResult"] = "VariableResult"
+    key: str
+    found: bool
+    value: str | None = None
 
 
 class OKResponse(_Message):
@@ -150,18 +218,84 @@ ToSupervisor = Annotated[
     | SetStateValue
     | DeleteStateValue
     | ClearStateValues
+    | WriteCheckpointBatch
+    | WriteCheckpointMarker
+    | ReadCheckpointBatches
+    | ClearCheckpointBatches
+    | SetItemsTotal
     | MaskSecret
+    | GetConnection
+    | GetVariable
     | SucceedTask
     | FailTask
     | SkipTask,
     Field(discriminator="type"),
 ]
 ToTask = Annotated[
-    TaskDetails | XComResult | StateValueResult | OKResponse | ErrorResponse,
+    TaskDetails
+    | XComResult
+    | StateValueResult
+    | CheckpointBatchesResult
+    | ConnectionResult
+    | VariableResult
+    | OKResponse
+    | ErrorResponse,
     Field(discriminator="type"),
 ]
 TO_SUPERVISOR: TypeAdapter[ToSupervisor] = TypeAdapter(ToSupervisor)
 TO_TASK: TypeAdapter[ToTask] = TypeAdapter(ToTask)
+
+
+# --- the XCom backend helper channel (DESIGN.md §6) ----------------------------------------
+# Same frames, other roles: the helper asks for work (``AwaitXComBackendCall``), and each answer
+# (``XComBackendResult``) is also its request for the next call, so the supervisor never sends
+# anything the helper did not ask for. Its Connection/Variable look-ups and secrets travel as the
+# task's do.
+
+
+class XComItem(BaseModel):
+    """One XCom: where it lives, and a value (``store``) or the stored row (other hooks)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int = -1
+    key: str
+    value: Any = None
+
+
+class AwaitXComBackendCall(_Message):
+    type: Literal["AwaitXComBackendCall"] = "AwaitXComBackendCall"
+
+
+class XComBackendResult(_Message):
+    type: Literal["XComBackendResult"] = "XComBackendResult"
+    value: Any = None
+    # "<Type>: <message>" of the exception the call raised; None when it succeeded.
+    error: str | None = None
+
+
+class XComBackendCall(_Message):
+    """The reply to the helper's await or result: the next call to run, or ``exit``."""
+
+    type: Literal["XComBackendCall"] = "XComBackendCall"
+    hook: Literal["store", "load", "load_many", "purge", "exit"]
+    # store, load, purge: one item; load_many: the rows in the order their values come back.
+    items: list[XComItem] = Field(default_factory=list)
+
+
+FromHelper = Annotated[
+    AwaitXComBackendCall | XComBackendResult | GetConnection | GetVariable | MaskSecret,
+    Field(discriminator="type"),
+]
+ToHelper = Annotated[
+    XComBackendCall | ConnectionResult | VariableResult | OKResponse | ErrorResponse,
+    Field(discriminator="type"),
+]
+FROM_HELPER: TypeAdapter[FromHelper] = TypeAdapter(FromHelper)
+TO_HELPER: TypeAdapter[ToHelper] = TypeAdapter(ToHelper)
 
 
 # --- frames -------------------------------------------------------------------------------

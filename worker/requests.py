@@ -13,12 +13,18 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from state import checkpoints as cp
+from state.connections import get_connection as read_connection
+from state.connections import get_variable as read_variable
 from state.db import session_scope
 from state.transitions import Fence, TryFenced
-from state.values import TIKey, read_state, read_xcom, read_xcoms, write_state, write_xcom
+from state.values import TIKey, database_max_value_bytes, read_state, write_state
 from state.values import delete_states as delete_state_rows
+from tradewind.connections import is_sensitive
 from worker import protocol as p
 from worker.logs import TryLog
+from worker.xcom import serving
+from worker.xcom.base import XComBackendError
 
 
 @dataclass
@@ -42,41 +48,55 @@ class TryContext:
     outcome: Outcome | None = None
     lost: bool = False
     checkpoint_keys: set[str] = field(default_factory=set)
+    # TRADEWIND_STATE_STORE_MAX_VALUE_BYTES: a state value above it is written with a warning.
+    max_value_bytes: int = 65536
+    xcoms: serving.TryXComs = field(default_factory=serving.TryXComs)
+    # Set by the supervisor loop: sends a reply to the task (a reply that waited on the helper).
+    send: Callable[[p._Message], None] | None = None
+
+    def reply_later(self, request: p._Message, produce: Callable[[], p._Message]) -> None:
+        """Send the reply of a request whose handler returned None, once it can be made."""
+        reply = answer(self, request, produce)
+        if reply is not None and self.send is not None:
+            self.send(reply)
 
 
 def _json_text(value: Any) -> str:
     return json.dumps(value, allow_nan=False, separators=(",", ":"))
 
 
-def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message:
+class ValueTooLarge(ValueError):
+    """A state value larger than the database accepts: refused before any SQL is sent."""
+
+
+def _state_text(ctx: TryContext, key: str, value: Any) -> str:
+    """The JSON text of a state value, its size checked in UTF-8 bytes against both limits."""
+    if value is None:
+        raise ValueError(f"state value for {key!r} is None: use delete() to remove a key")
+    text = _json_text(value)
+    size = len(text.encode())
+    limit = database_max_value_bytes(ctx.url)
+    if size > limit:
+        raise ValueTooLarge(
+            f"state value {key!r} is {size} bytes, over the {limit} bytes the database accepts"
+        )
+    if size > ctx.max_value_bytes:
+        ctx.log.line(
+            "supervisor",
+            f"warning: state value {key!r} is {size} bytes, over "
+            f"TRADEWIND_STATE_STORE_MAX_VALUE_BYTES ({ctx.max_value_bytes} bytes); large values "
+            "belong in object storage",
+        )
+    return text
+
+
+def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
     if request.protocol_version != p.PROTOCOL_VERSION:
         return p.ErrorResponse(
             error=f"protocol version {request.protocol_version} is not supported; "
             f"this supervisor speaks {p.PROTOCOL_VERSION}"
         )
-    return ctx.details
-
-
-def get_xcom(ctx: TryContext, request: p.GetXCom) -> p._Message:
-    with session_scope(ctx.url) as session:
-        if request.map_index is None:
-            rows = read_xcoms(session, ctx.ti.dag_id, ctx.ti.run_id, request.task_id, request.key)
-            if len(rows) > 1 or (rows and rows[0][0] >= 0):
-                return p.XComResult(found=True, value=[json.loads(text) for _, text in rows])
-            text = rows[0][1] if rows else None
-        else:
-            key = TIKey(ctx.ti.dag_id, ctx.ti.run_id, request.task_id, request.map_index)
-            text = read_xcom(session, key, request.key)
-    if text is None:
-        return p.XComResult(found=False)
-    return p.XComResult(found=True, value=json.loads(text))
-
-
-def set_xcom(ctx: TryContext, request: p.SetXCom) -> p._Message:
-    text = _json_text(request.value)
-    with session_scope(ctx.url) as session:
-        write_xcom(session, ctx.fence, ctx.ti, request.key, text)
-    return p.OKResponse()
+    return serving.start_try(ctx, request)
 
 
 def get_state_value(ctx: TryContext, request: p.GetStateValue) -> p._Message:
@@ -88,7 +108,7 @@ def get_state_value(ctx: TryContext, request: p.GetStateValue) -> p._Message:
 
 
 def set_state_value(ctx: TryContext, request: p.SetStateValue) -> p._Message:
-    text = _json_text(request.value)
+    text = _state_text(ctx, request.key, request.value)
     with session_scope(ctx.url) as session:
         write_state(session, ctx.fence, ctx.ti, request.key, text, request.expires_at)
     return p.OKResponse()
@@ -102,7 +122,43 @@ def delete_state_value(ctx: TryContext, request: p.DeleteStateValue) -> p._Messa
 
 def clear_state_values(ctx: TryContext, request: p.ClearStateValues) -> p._Message:
     with session_scope(ctx.url) as session:
-        delete_state_rows(session, ctx.fence, ctx.ti)
+        cp.delete_user_states(session, ctx.fence, ctx.ti, request.key_suffix)
+    return p.OKResponse()
+
+
+def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> p._Message:
+    key = cp.batch_key(request.number)
+    text = _state_text(ctx, key, request.value)
+    with session_scope(ctx.url) as session:
+        write_state(session, ctx.fence, ctx.ti, key, text, None)
+    return p.OKResponse()
+
+
+def write_checkpoint_marker(ctx: TryContext, request: p.WriteCheckpointMarker) -> p._Message:
+    text = _state_text(ctx, cp.MARKER_KEY, request.value)
+    with session_scope(ctx.url) as session:
+        write_state(session, ctx.fence, ctx.ti, cp.MARKER_KEY, text, None)
+    return p.OKResponse()
+
+
+def read_checkpoint_batches(ctx: TryContext, request: p.ReadCheckpointBatches) -> p._Message:
+    with session_scope(ctx.url) as session:
+        stored = cp.read_checkpoints(session, ctx.ti)
+    return p.CheckpointBatchesResult(
+        batches={number: json.loads(text) for number, text in stored.batches.items()},
+        marker=json.loads(stored.marker) if stored.marker is not None else None,
+    )
+
+
+def clear_checkpoint_batches(ctx: TryContext, request: p.ClearCheckpointBatches) -> p._Message:
+    with session_scope(ctx.url) as session:
+        cp.delete_batches(session, ctx.fence, ctx.ti)
+    return p.OKResponse()
+
+
+def set_items_total(ctx: TryContext, request: p.SetItemsTotal) -> p._Message:
+    with session_scope(ctx.url) as session:
+        cp.set_items_total(session, ctx.fence, request.total)
     return p.OKResponse()
 
 
@@ -111,13 +167,45 @@ def mask_secret(ctx: TryContext, request: p.MaskSecret) -> p._Message:
     return p.OKResponse()
 
 
+def get_connection(ctx: TryContext, request: p.GetConnection) -> p._Message:
+    with session_scope(ctx.url) as session:
+        row = read_connection(session, request.conn_id)
+        if row is None:
+            return p.ErrorResponse(error=f"connection {request.conn_id!r} is not defined")
+        reply = p.ConnectionResult(
+            conn_id=row.conn_id,
+            conn_type=row.conn_type,
+            host=row.host,
+            login=row.login,
+            password=row.password,
+            schema_=row.schema,
+            port=row.port,
+            extra=dict(row.extra or {}),
+        )
+    if reply.password:
+        ctx.log.add_secret(reply.password)
+    return reply
+
+
+def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
+    with session_scope(ctx.url) as session:
+        row = read_variable(session, request.key)
+        if row is None:
+            return p.VariableResult(key=request.key, found=False)
+        value, secret = row.value, row.is_secret
+    if secret or is_sensitive(request.key):
+        ctx.log.add_secret(value)
+    return p.VariableResult(key=request.key, found=True, value=value)
+
+
 def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
     ctx.outcome = Outcome("success")
     return p.OKResponse()
 
 
 def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
-    ctx.outcome = Outcome("failed", request.error, request.retryable)
+    # The error is recorded on the task instance too: no secret of the try goes with it.
+    ctx.outcome = Outcome("failed", ctx.log.mask(request.error), request.retryable)
     return p.OKResponse()
 
 
@@ -126,31 +214,50 @@ def skip_task(ctx: TryContext, request: p.SkipTask) -> p._Message:
     return p.OKResponse()
 
 
-Handler = Callable[[TryContext, Any], p._Message]
+# A handler returns its reply, or None when it replies later through ``ctx.reply_later``.
+Handler = Callable[[TryContext, Any], p._Message | None]
 HANDLERS: dict[type[p._Message], Handler] = {
     p.GetTaskDetails: get_task_details,
-    p.GetXCom: get_xcom,
-    p.SetXCom: set_xcom,
+    p.GetXCom: serving.get_xcom,
+    p.SetXCom: serving.set_xcom,
     p.GetStateValue: get_state_value,
     p.SetStateValue: set_state_value,
     p.DeleteStateValue: delete_state_value,
     p.ClearStateValues: clear_state_values,
+    p.WriteCheckpointBatch: write_checkpoint_batch,
+    p.WriteCheckpointMarker: write_checkpoint_marker,
+    p.ReadCheckpointBatches: read_checkpoint_batches,
+    p.ClearCheckpointBatches: clear_checkpoint_batches,
+    p.SetItemsTotal: set_items_total,
     p.MaskSecret: mask_secret,
+    p.GetConnection: get_connection,
+    p.GetVariable: get_variable,
     p.SucceedTask: succeed_task,
     p.FailTask: fail_task,
     p.SkipTask: skip_task,
 }
 
 
-def handle(ctx: TryContext, request: p._Message) -> p._Message:
-    """Run the handler of ``request``; any failure becomes one ``ErrorResponse`` line."""
+def handle(ctx: TryContext, request: p._Message) -> p._Message | None:
+    """Run the handler of ``request``; None when its reply comes later (it waits on the helper)."""
+    return answer(ctx, request, lambda: HANDLERS[type(request)](ctx, request))
+
+
+def answer(
+    ctx: TryContext, request: p._Message, produce: Callable[[], p._Message | None]
+) -> p._Message | None:
+    """The reply ``produce`` makes; any failure becomes one ``ErrorResponse`` line."""
     try:
-        reply = HANDLERS[type(request)](ctx, request)
+        reply = produce()
     except TryFenced as error:
         ctx.lost = True
+        reply = p.ErrorResponse(error=str(error))
+    except XComBackendError as error:
+        # Already "<Type>: <message>" when the helper's backend raised it.
         reply = p.ErrorResponse(error=str(error))
     except (SQLAlchemyError, ValueError, TypeError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
         reply = p.ErrorResponse(error=f"{type(error).__name__}: {first_line}")
-    reply.id = request.id
+    if reply is not None:
+        reply.id = request.id
     return reply

@@ -19,6 +19,7 @@ import traceback
 from types import FrameType
 from typing import Any, NoReturn
 
+from tradewind.connections import Connection
 from tradewind.context import CONTEXT_KEYS, RuntimeTaskInstance, set_current_context
 from tradewind.dag import DAG
 from tradewind.exceptions import FailTask, SkipTask
@@ -27,6 +28,9 @@ from tradewind.state_store import TaskStateStore
 from tradewind.task import Task
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
 from worker import protocol as p
+from worker.lookups import connection_of, variable_of
+from worker.mapping import check_mappable, expanded_arguments, is_expanded, read_upstream
+from worker.xcom.task_side import TaskXComs
 
 
 class TaskTerminated(BaseException):
@@ -44,13 +48,24 @@ class Client:
         self._comms = comms
         self._lock = threading.Lock()
         self._next_id = 0
+        self._broken = False
+        self.details: p.TaskDetails | None = None  # set by the handshake
+        self.xcoms = TaskXComs(self)
 
     def request(self, message: p._Message) -> p._Message:
         with self._lock:
+            if self._broken:
+                raise RequestFailed("the channel broke during an earlier request")
             self._next_id += 1
             message.id = self._next_id
-            self._comms.sendall(p.encode(message))
-            reply = p.TO_TASK.validate_json(p.read_frame(self._comms))
+            try:
+                self._comms.sendall(p.encode(message))
+                reply = p.TO_TASK.validate_json(p.read_frame(self._comms))
+            except BaseException:
+                # Half a frame sent or read (SIGTERM, an interrupt): the next reply read
+                # would belong to this request, so no request may follow.
+                self._broken = True
+                raise
         if isinstance(reply, p.ErrorResponse):
             raise RequestFailed(reply.error)
         return reply
@@ -59,10 +74,17 @@ class Client:
     def get_xcom(self, task_id: str, key: str, map_index: int | None) -> Any:
         reply = self.request(p.GetXCom(task_id=task_id, key=key, map_index=map_index))
         assert isinstance(reply, p.XComResult)
-        return reply.value if reply.found else None
+        return self.xcoms.value(reply, task_id, key, map_index)
 
     def set_xcom(self, key: str, value: Any) -> None:
-        self.request(p.SetXCom(key=key, value=value))
+        # The backend runs here; the supervisor gets the row and stores it as given.
+        self.request(p.SetXCom(key=key, value=self.xcoms.row(key, value)))
+
+    def get_connection(self, conn_id: str) -> Connection:
+        return connection_of(self.request(p.GetConnection(conn_id=conn_id)))
+
+    def get_variable(self, key: str) -> str | None:
+        return variable_of(self.request(p.GetVariable(key=key)))
 
     def get_state(self, key: str) -> Any:
         reply = self.request(p.GetStateValue(key=key))
@@ -75,22 +97,31 @@ class Client:
     def delete_state(self, key: str) -> None:
         self.request(p.DeleteStateValue(key=key))
 
-    def clear_state(self) -> None:
-        self.request(p.ClearStateValues())
+    def clear_state(self, key_suffix: str = "") -> None:
+        self.request(p.ClearStateValues(key_suffix=key_suffix))
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
     raise TaskTerminated("the task was sent SIGTERM (timeout, or its try was stopped)")
 
 
-def run_python_task(comms: socket.socket, dag: DAG, task: Task) -> int:
-    """The body of a forked task process; returns its exit code."""
+def open_task(
+    comms: socket.socket, dag: DAG, task: Task
+) -> tuple[Client, p.TaskDetails, dict[str, Any]]:
+    """The start of every task process: SIGTERM handled, the handshake, the context set."""
     signal.signal(signal.SIGTERM, _on_sigterm)
     client = Client(comms)
     details = client.request(p.GetTaskDetails(protocol_version=p.PROTOCOL_VERSION))
     assert isinstance(details, p.TaskDetails)
+    client.details = details
     context = build_context(details, client, dag, task)
     set_current_context(context)
+    return client, details, context
+
+
+def run_python_task(comms: socket.socket, dag: DAG, task: Task) -> int:
+    """The body of a forked task process; returns its exit code."""
+    client, details, context = open_task(comms, dag, task)
     try:
         result = call_task(task, context, client)
         push_result(client, task, result)
@@ -164,7 +195,7 @@ def build_context(details: p.TaskDetails, client: Client, dag: DAG, task: Task) 
 def resolve(value: Any, client: Client) -> Any:
     """Replace every XComArg inside ``value`` by the XCom it stands for."""
     if isinstance(value, XComArg):
-        return client.get_xcom(value.task.task_id, value.key, None)
+        return read_upstream(value, client)
     if isinstance(value, list | tuple):
         return type(value)(resolve(item, client) for item in value)
     if isinstance(value, dict):
@@ -176,6 +207,9 @@ def call_task(task: Task, context: dict[str, Any], client: Client) -> Any:
     assert task.python_callable is not None
     args = resolve(task.args, client)
     kwargs = resolve(task.kwargs, client)
+    if is_expanded(task):  # this map index's own item
+        map_index = context["ti"].map_index
+        kwargs.update(expanded_arguments(task, map_index, lambda value: resolve(value, client)))
     kwargs.update(_context_arguments(task, context, kwargs))
     result = task.python_callable(*args, **kwargs)
     if inspect.iscoroutine(result):
@@ -195,8 +229,11 @@ def _context_arguments(
 def push_result(client: Client, task: Task, result: Any) -> None:
     """The return value becomes the ``return_value`` XCom (and one XCom per key if asked)."""
     if result is None:
+        if is_expanded(task):  # a map index's None keeps its place in the downstream list
+            client.set_xcom(RETURN_VALUE, None)
         return
     check_serializable(task.task_id, result)
+    check_mappable(task, result)
     if task.options.multiple_outputs:
         if not isinstance(result, dict) or not all(isinstance(k, str) for k in result):
             raise TypeError(

@@ -67,13 +67,16 @@ class SupervisorLoop:
             self._register(selector)
             while self._open or self.process.poll() is None:
                 wait = max(0.0, self.deadlines.nearest() - time.monotonic())
-                if self.process.exit_code is not None or not self._open:
+                if self.process.exit_code is not None or (not self._open and self._pidfd is None):
                     wait = min(wait, 0.05)  # exited: only drain what is left, then stop
                 for key, _ in selector.select(wait):
                     key.data(selector, key.fileobj)
                 self._on_deadlines()
                 if self.process.poll() is not None and self._drain_expired():
                     break
+            self._stop_helper(selector)
+        if self._pidfd is not None:
+            os.close(self._pidfd)
         # Whatever the task left running in its group goes with it.
         self.process.signal_group(signal.SIGKILL)
 
@@ -83,6 +86,20 @@ class SupervisorLoop:
         selector.register(self.process.stderr, selectors.EVENT_READ, self._pipe_reader("stderr"))
         self._open = {self.process.comms.fileno(), self.process.stdout, self.process.stderr}
         self._exited_at: float | None = None
+        self._pidfd = _pidfd_of(self.process.pid)
+        if self._pidfd is not None:
+            # Wakes the loop the moment the task exits: its pipes close a little before it can
+            # be reaped, and polling for that costs a noop task most of its run time.
+            selector.register(self._pidfd, selectors.EVENT_READ, self._on_exit)
+        self.ctx.send = self._send
+        if self.ctx.xcoms.helper is not None:
+            self.ctx.xcoms.helper.register(selector)
+
+    def _on_exit(self, selector: selectors.BaseSelector, fileobj: object) -> None:
+        selector.unregister(fileobj)  # type: ignore[arg-type]
+        os.close(fileobj)  # type: ignore[arg-type]
+        self._pidfd = None
+        self.process.poll()
 
     def _drain_expired(self) -> bool:
         # A grandchild that inherited the pipes may keep them open forever: stop waiting soon.
@@ -100,6 +117,8 @@ class SupervisorLoop:
             data = os.read(fileobj, _READ_BYTES)  # type: ignore[arg-type]
             if not data:
                 self._close(selector, fileobj)
+                # Before the supervisor's own last lines, not after them at close.
+                self.ctx.log.end(source)
             else:
                 self.ctx.log.feed(source, data)
 
@@ -131,6 +150,10 @@ class SupervisorLoop:
             )
         else:
             reply = handle(self.ctx, request)
+        if reply is not None:  # None: the handler replies later, through ctx.send
+            self._send(reply)
+
+    def _send(self, reply: p._Message) -> None:
         # A task that is gone cannot take its reply; the loop notices its exit.
         with contextlib.suppress(OSError):
             self.process.comms.sendall(p.encode(reply))
@@ -152,9 +175,28 @@ class SupervisorLoop:
                 self.ctx.log.line("supervisor", "still running after SIGTERM: sending SIGKILL")
                 self.process.signal_group(signal.SIGKILL)
 
+    def _stop_helper(self, selector: selectors.BaseSelector) -> None:
+        """Stop the XCom helper, heartbeating meanwhile: the try is not recorded yet."""
+        helper = self.ctx.xcoms.helper
+        if helper is None:
+            return
+        helper.begin_stop(time.monotonic())
+        while not helper.finished():
+            wake = min(helper.next_deadline(), self.deadlines.heartbeat)
+            for key, _ in selector.select(max(0.0, wake - time.monotonic())):
+                key.data(selector, key.fileobj)
+            now = time.monotonic()
+            helper.on_time(now)
+            if now >= self.deadlines.heartbeat and not self.ctx.lost:
+                self._beat()
+                self.deadlines.heartbeat = now + self.heartbeat_seconds
+
     def _heartbeat(self) -> None:
         if self.ctx.lost or self.process.poll() is not None:
             return
+        self._beat()
+
+    def _beat(self) -> None:
         try:
             with session_scope(self.ctx.url) as session:
                 assert_fence(session, self.ctx.fence)
@@ -172,6 +214,14 @@ class SupervisorLoop:
         self.ctx.log.line("supervisor", f"{reason}: sending SIGTERM to the task's process group")
         self.process.signal_group(signal.SIGTERM)
         self.deadlines.kill = time.monotonic() + self.kill_grace_seconds
+
+
+def _pidfd_of(pid: int) -> int | None:
+    """A file descriptor that becomes readable when ``pid`` exits (Linux 5.3+), else None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def decide_final(loop: SupervisorLoop, claim: Claim) -> Final | None:

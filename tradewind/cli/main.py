@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import typer
 
-from tradewind.settings import Settings, SettingsError, get_settings
+from tradewind.cli import dags, db, pools, runs, standalone, tasks
+from tradewind.cli.common import settings_or_exit, setup_logging
+
+try:  # typer >= 0.22 raises the usage errors of its own copy of click
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - older typer, on click itself
+    from click.exceptions import UsageError  # type: ignore[assignment]
+
+__all__ = ["app", "main", "settings_or_exit", "setup_logging"]
 
 app = typer.Typer(
     name="tradewind",
@@ -16,19 +23,12 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def settings_or_exit() -> Settings:
-    """The settings; a bad ``TRADEWIND_*`` value ends the command with exit code 2."""
-    try:
-        return get_settings()
-    except SettingsError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
-
-
-def setup_logging(level: int = logging.INFO) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+app.add_typer(db.app, name="db")
+app.add_typer(dags.app, name="dags")
+app.add_typer(runs.app, name="runs")
+app.add_typer(tasks.app, name="tasks")
+app.add_typer(pools.app, name="pools")
+app.command()(standalone.standalone)
 
 
 @app.command()
@@ -54,4 +54,17 @@ def worker(ctx: typer.Context) -> None:
 
 
 def main() -> None:
-    app()
+    """The console script: a usage mistake is one ``error:`` line and exit code 2."""
+    try:
+        code = app(standalone_mode=False)
+    except UsageError as error:
+        sys.exit(usage_error(error))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_error(error: UsageError) -> int:
+    # no_args_is_help: the help is already printed; the "error" is only the exit code.
+    if type(error).__name__ != "NoArgsIsHelpError":
+        where = f" (see `{error.ctx.command_path} --help`)" if error.ctx else ""
+        typer.echo(f"error: {error.format_message()}{where}", err=True)
+    return error.exit_code

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from alembic import op
 
 revision: str = '0001'
@@ -33,7 +34,7 @@ def upgrade() -> None:
     op.create_table('dag',
     sa.Column('dag_id', sa.String(length=250), nullable=False),
     sa.Column('fileloc', sa.Text(), nullable=False),
-    sa.Column('structure', sa.JSON(), nullable=False),
+    sa.Column('structure', sa.JSON().with_variant(postgresql.JSONB(), 'postgresql'), nullable=False),
     sa.Column('version_hash', sa.String(length=64), nullable=False),
     sa.Column('is_paused', sa.Boolean(), nullable=False),
     sa.Column('is_active', sa.Boolean(), nullable=False),

@@ -1,0 +1,110 @@
+"""Creating the runs of scheduled DAGs when their data interval has ended.
+
+``DagModel.next_dagrun_after`` caches when a DAG's next run is due, so a loop reads only the
+DAGs with something to do (and those whose next run was never computed: new, or whose schedule
+changed at sync). The truth is the DAG's scheduled runs: the next interval follows the last one
+created. Two schedulers creating the same run collide on its run id (``scheduled__<end>``), a
+unique key; the second one moves on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from state.enums import DagRunState
+from state.models import DagModel, DagRun
+from state.runs import RunExists, create_run
+from tradewind.timetables import Interval, ScheduleSpec, next_interval
+
+log = logging.getLogger("tradewind.scheduler")
+
+SCHEDULED = "scheduled"
+#: ``next_dagrun_after`` of a DAG that will never run again on its own (``@once``, done).
+NEVER = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class DueDag:
+    dag_id: str
+    spec: ScheduleSpec
+    max_active_runs: int
+
+
+def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
+    """Active, unpaused, scheduled DAGs whose next run is due or was never computed."""
+    structure = DagModel.structure
+    rows = session.execute(
+        select(
+            DagModel.dag_id,
+            structure["schedule"].as_string(),
+            structure["start_date"].as_string(),
+            structure["catchup"].as_boolean(),
+            structure["max_active_runs"].as_integer(),
+        ).where(
+            DagModel.is_active.is_(True),
+            DagModel.is_paused.is_(False),
+            or_(DagModel.next_dagrun_after.is_(None), DagModel.next_dagrun_after <= now),
+        )
+    ).all()
+    return [
+        DueDag(
+            dag_id,
+            ScheduleSpec(
+                schedule, dt.datetime.fromisoformat(start) if start else None, bool(catchup)
+            ),
+            int(max_runs or 16),
+        )
+        for dag_id, schedule, start, catchup, max_runs in rows
+        if schedule is not None
+    ]
+
+
+def create_due_runs(session: Session, due: DueDag, now: dt.datetime) -> list[str]:
+    """Create the DAG's runs that are due (at most up to ``max_active_runs`` active)."""
+    created: list[str] = []
+    interval = next_interval(due.spec, _last_end(session, due.dag_id), now)
+    while interval is not None and interval[1] <= now:
+        if _active_runs(session, due.dag_id) >= due.max_active_runs:
+            return created  # next_dagrun_after stays due: looked at again next loop
+        run_id = _create(session, due.dag_id, interval)
+        if run_id is not None:
+            created.append(run_id)
+        interval = next_interval(due.spec, interval[1], now)
+    _set_next(session, due.dag_id, interval[1] if interval else NEVER)
+    return created
+
+
+def _create(session: Session, dag_id: str, interval: Interval) -> str | None:
+    run_id = f"{SCHEDULED}__{interval[1].isoformat()}"
+    try:
+        create_run(session, dag_id, run_id=run_id, run_type=SCHEDULED, data_interval=interval)
+    except RunExists:
+        return None  # another scheduler created it first
+    session.flush()
+    log.info("created run %s of %s for %s .. %s", run_id, dag_id, *interval)
+    return run_id
+
+
+def _last_end(session: Session, dag_id: str) -> dt.datetime | None:
+    return session.scalar(
+        select(func.max(DagRun.data_interval_end)).where(
+            DagRun.dag_id == dag_id, DagRun.run_type == SCHEDULED
+        )
+    )
+
+
+def _active_runs(session: Session, dag_id: str) -> int:
+    active = (DagRunState.QUEUED, DagRunState.RUNNING)
+    query = select(func.count()).where(DagRun.dag_id == dag_id, DagRun.state.in_(active))
+    return int(session.scalar(query) or 0)
+
+
+def _set_next(session: Session, dag_id: str, due_at: dt.datetime) -> None:
+    session.execute(
+        update(DagModel).where(DagModel.dag_id == dag_id).values(next_dagrun_after=due_at)
+    )

@@ -1,0 +1,152 @@
+"""Pools, ``max_active_tasks`` and ``max_active_runs``: how much more a scheduling pass may start.
+
+Every limit is a count over rows that are the truth already (task instances ``queued`` or
+``running``, runs ``running``), taken inside the pass's transaction after locking the row of the
+thing counted against: the DAG's row for ``max_active_tasks`` and ``max_active_runs``, each
+pool's row for its slots. Two schedulers queueing against the same DAG or pool therefore take
+turns for the few milliseconds of a pass, and the second one counts what the first committed;
+nothing has to be given back when a try ends, is reaped as a zombie or is cleared, because a
+try that left ``queued``/``running`` is no longer counted. Why not counters:
+docs/decisions/limits-are-counted-not-stored.md.
+
+Locks are always taken in one order (run, then DAG, then pools by name), so passes never
+deadlock one another; a pass that has nothing to queue takes none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from state.enums import ACTIVE, DagRunState
+from state.models import DagModel, DagRun, Pool, TaskInstance
+from state.upserts import insert_for, insert_missing
+
+DEFAULT_POOL = "default_pool"
+DEFAULT_POOL_SLOTS = 128
+
+
+@dataclass
+class Room:
+    """What a pass may still queue: task instances for the DAG, and slots per pool."""
+
+    dag: int
+    pools: dict[str, int] = field(default_factory=dict)
+
+    def take(self, pool: str) -> bool:
+        """Take a slot of the DAG and one of ``pool``; False (nothing taken) when either is full."""
+        if self.dag <= 0 or self.pools.get(pool, 0) <= 0:
+            return False
+        self.dag -= 1
+        self.pools[pool] -= 1
+        return True
+
+    def any(self) -> bool:
+        return self.dag > 0 and any(free > 0 for free in self.pools.values())
+
+
+def lock_dag(session: Session, dag_id: str) -> None:
+    """Hold the DAG's row until commit: its counts are ours to read and change meanwhile."""
+    session.execute(select(DagModel.dag_id).where(DagModel.dag_id == dag_id).with_for_update())
+
+
+def room_to_queue(
+    session: Session, dag_id: str, max_active_tasks: int, pools: Collection[str]
+) -> Room:
+    """What may still be queued for the DAG and in ``pools``; locked if there is any.
+
+    The first look takes no lock: while a large run waits for slots, its passes find no room
+    and never queue behind the passes that do. Room seen there is counted again under the
+    DAG's and the pools' locks, because another pass may be taking it at this moment.
+    """
+    names = sorted(set(pools))
+    if not _count_room(session, dag_id, max_active_tasks, names).any():
+        return Room(0)
+    lock_dag(session, dag_id)
+    lock_pools = select(Pool.name).where(Pool.name.in_(names)).order_by(Pool.name)
+    session.execute(lock_pools.with_for_update())
+    # Counted by a statement of its own, started after the locks were granted: on PostgreSQL
+    # (READ COMMITTED) its snapshot then holds what the passes that had them committed.
+    return _count_room(session, dag_id, max_active_tasks, names)
+
+
+def _count_room(session: Session, dag_id: str, max_active_tasks: int, names: list[str]) -> Room:
+    """Slots free in each pool of ``names`` and task instances free for the DAG: one statement."""
+    active = TaskInstance.state.in_(list(ACTIVE))
+    in_pool = select(func.count()).where(active, TaskInstance.pool == Pool.name)
+    in_dag = select(func.count()).where(active, TaskInstance.dag_id == dag_id)
+    rows = session.execute(
+        select(Pool.name, Pool.slots, in_pool.scalar_subquery(), in_dag.scalar_subquery())
+        .where(Pool.name.in_(names))
+        .order_by(Pool.name)
+    ).all()
+    if not rows:
+        return Room(0)  # none of the pools exists: nothing can be queued
+    return Room(
+        dag=max(max_active_tasks - rows[0][3], 0),
+        pools={name: max(slots - used, 0) for name, slots, used, _ in rows},
+    )
+
+
+def may_start_run(session: Session, dag_id: str, max_active_runs: int) -> bool:
+    """Whether one more run of the DAG may start; if so the DAG stays locked until commit.
+
+    As for tasks, a first unlocked count spares the lock to the queued runs that must wait.
+    """
+    if _running_runs(session, dag_id) >= max_active_runs:
+        return False
+    lock_dag(session, dag_id)
+    return _running_runs(session, dag_id) < max_active_runs
+
+
+def _running_runs(session: Session, dag_id: str) -> int:
+    running = session.scalar(
+        select(func.count())
+        .select_from(DagRun)
+        .where(DagRun.dag_id == dag_id, DagRun.state == DagRunState.RUNNING)
+    )
+    return running or 0
+
+
+def ensure_pool(session: Session, name: str, slots: int) -> None:
+    """Create ``name`` with ``slots`` unless it exists (safe when two processes do it at once)."""
+    insert_missing(session, Pool, [{"name": name, "slots": slots, "occupied": 0}], ["name"])
+
+
+def set_pool(session: Session, name: str, slots: int) -> None:
+    """Create ``name`` or change its slot count; lowering it never stops what already runs."""
+    if slots < 0:
+        raise ValueError(f"a pool's slots must be >= 0, got {slots}")
+    statement = insert_for(session)(Pool).values(name=name, slots=slots, occupied=0)
+    update = {"slots": statement.excluded.slots}
+    session.execute(statement.on_conflict_do_update(index_elements=["name"], set_=update))
+
+
+def delete_pool(session: Session, name: str) -> bool:
+    if name == DEFAULT_POOL:
+        raise ValueError(f"{DEFAULT_POOL} cannot be deleted")
+    pool = session.get(Pool, name)
+    if pool is None:
+        return False
+    session.delete(pool)
+    return True
+
+
+def pool_names(session: Session) -> set[str]:
+    return set(session.scalars(select(Pool.name)))
+
+
+def pool_usage(session: Session) -> list[tuple[str, int, int]]:
+    """Every pool as ``(name, slots, queued or running now)``, by name."""
+    active = dict(
+        session.execute(
+            select(TaskInstance.pool, func.count())
+            .where(TaskInstance.state.in_(list(ACTIVE)))
+            .group_by(TaskInstance.pool)
+        ).all()
+    )
+    pools = session.execute(select(Pool.name, Pool.slots).order_by(Pool.name)).all()
+    return [(name, slots, active.get(name, 0)) for name, slots in pools]

@@ -1,0 +1,124 @@
+"""Item-level progress of iterable task instances, computed from their checkpoints.
+
+``items_progress(session, ti_keys)`` answers for any number of task instances in two queries,
+whatever their number of items: one for the task instances (items total, generation), one for
+their checkpoint rows. While a task instance runs, its batches say how far it got (up to one
+round behind: outcomes are written a round at a time); after a success the batches are gone and
+the completion marker's counts remain.
+
+The values are the ones ``worker/checkpoints.py`` writes: a batch is
+``{"generation": g, "outcomes": [{"i": index, "s": status, ...}]}``, the marker
+``{"generation": g, "total": n, "succeeded": ..., "failed": ..., "skipped": ...}``;
+tests/state/test_progress.py writes them with the worker's own classes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, or_, select
+from sqlalchemy.orm import Session
+
+from state.checkpoints import CHECKPOINT_PREFIX, MARKER_KEY, batch_number
+from state.models import TaskInstance, TaskStateValue
+from state.values import TIKey
+
+
+@dataclass(frozen=True)
+class ItemsProgress:
+    """Items of one iterable task instance: finished by kind, and how many there are."""
+
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    total: int | None = None  # None until the task instance's first try has counted its items
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed + self.skipped
+
+
+def items_progress(session: Session, ti_keys: Sequence[TIKey]) -> dict[TIKey, ItemsProgress]:
+    """Progress of each task instance in ``ti_keys`` (two queries in all)."""
+    if not ti_keys:
+        return {}
+    tis = _task_instances(session, ti_keys)
+    rows: dict[TIKey, dict[str, str]] = defaultdict(dict)
+    query = select(
+        TaskStateValue.dag_id,
+        TaskStateValue.run_id,
+        TaskStateValue.task_id,
+        TaskStateValue.map_index,
+        TaskStateValue.key,
+        TaskStateValue.value,
+    ).where(
+        _any_of(TaskStateValue, ti_keys),
+        TaskStateValue.key.startswith(CHECKPOINT_PREFIX, autoescape=True),
+    )
+    for row in session.execute(query):
+        rows[TIKey(row.dag_id, row.run_id, row.task_id, row.map_index)][row.key] = row.value
+    return {key: _progress(rows.get(key, {}), *tis.get(key, (None, 0))) for key in ti_keys}
+
+
+def _any_of(table: Any, keys: Iterable[TIKey]) -> ColumnElement[bool]:
+    return or_(
+        *(
+            and_(
+                table.dag_id == key.dag_id,
+                table.run_id == key.run_id,
+                table.task_id == key.task_id,
+                table.map_index == key.map_index,
+            )
+            for key in keys
+        )
+    )
+
+
+def _task_instances(session: Session, keys: Sequence[TIKey]) -> dict[TIKey, tuple[int | None, int]]:
+    query = select(
+        TaskInstance.dag_id,
+        TaskInstance.run_id,
+        TaskInstance.task_id,
+        TaskInstance.map_index,
+        TaskInstance.items_total,
+        TaskInstance.generation,
+    ).where(_any_of(TaskInstance, keys))
+    return {
+        TIKey(row.dag_id, row.run_id, row.task_id, row.map_index): (row.items_total, row.generation)
+        for row in session.execute(query)
+    }
+
+
+def _progress(rows: dict[str, str], total: int | None, generation: int) -> ItemsProgress:
+    statuses = _latest_statuses(rows, generation)
+    if statuses:
+        counts = Counter(statuses.values())
+        return ItemsProgress(counts["success"], counts["failed"], counts["skipped"], total)
+    marker = json.loads(rows[MARKER_KEY]) if MARKER_KEY in rows else None
+    if isinstance(marker, dict) and marker.get("generation") == generation:
+        return ItemsProgress(
+            int(marker.get("succeeded", 0)),
+            int(marker.get("failed", 0)),
+            int(marker.get("skipped", 0)),
+            int(marker.get("total", total or 0)),
+        )
+    return ItemsProgress(total=total)
+
+
+def _latest_statuses(rows: dict[str, str], generation: int) -> dict[int, str]:
+    """Index -> latest status, over the batches of ``generation`` up to the first gap."""
+    batches = {batch_number(key): text for key, text in rows.items()}
+    statuses: dict[int, str] = {}
+    number = 0
+    while number in batches:
+        value = json.loads(batches[number])
+        if not isinstance(value, dict) or value.get("generation") != generation:
+            break
+        for entry in value.get("outcomes", []):
+            statuses[entry["i"]] = entry["s"]
+        number += 1
+    return statuses

@@ -1,0 +1,67 @@
+"""A task that kills its Celery worker process every try is failed after ``max_deliveries``.
+
+With ``task_reject_on_worker_lost`` Celery gives the message back each time its pool process
+dies, and the claim drops the copy of a try that is still ``running``; the zombie rule ends that
+try and the next one starts. Each delivery is counted in SQL, across tries, until a supervisor
+records the end of one: a task that never lets its supervisor get that far is failed once the
+count passes ``max_deliveries`` (3), here at the redelivery of its second try, instead of
+killing a worker six times (retries=5).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scheduler.dag_sync import sync_dags
+from state.db import get_engine, session_scope
+from state.migrate import upgrade
+from tests.integration.conftest import Fleet
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+PG_DATABASE_PREFIX = "tw_worker_lost_"
+DAGS = Path(__file__).parent / "scheduler_dags"
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, pg_url: str, redis_url: str) -> Iterator[Fleet]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
+    env.update(
+        TRADEWIND_HOME=str(tmp_path),
+        TRADEWIND_DAGS_FOLDER=str(DAGS),
+        TRADEWIND_DATABASE_URL=pg_url,
+        TRADEWIND_BROKER_URL=redis_url,
+        TRADEWIND_HEARTBEAT_SECONDS="0.5",
+        TRADEWIND_ZOMBIE_THRESHOLD_SECONDS="2",
+        TRADEWIND_SCHEDULER_INTERVAL_SECONDS="0.2",
+        SCHEDULER_TEST_RECORD=str(tmp_path / "tries.txt"),
+        PYTHONUNBUFFERED="1",
+    )
+    upgrade(pg_url)
+    with session_scope(pg_url) as session:
+        sync_dags(session, DAGS)
+    running = Fleet(tmp_path, env, pg_url)
+    yield running
+    running.stop()
+    get_engine(pg_url).dispose()
+
+
+def test_a_task_that_keeps_killing_its_worker_is_failed_after_max_deliveries(
+    fleet: Fleet,
+) -> None:
+    fleet.start_worker("w1", concurrency=1)
+    fleet.start_scheduler()
+    fleet.trigger("worker_killer", "r1")
+
+    assert fleet.wait_run("worker_killer", "r1", timeout=90) == "failed"
+    ti = fleet.task_instances("worker_killer", "r1")["kill_my_worker"]
+    assert (ti.state, ti.try_number, ti.deliveries) == ("failed", 2, 4)
+    assert ti.error is not None
+    assert ti.error.startswith("delivered 4 times without a try ending (max_deliveries=3)")
+    tries = Path(fleet.env["SCHEDULER_TEST_RECORD"]).read_text().split()
+    assert tries == ["1", "2"]  # each try ran once; the redelivered copies ran nothing
+    log = fleet.log("w1")
+    assert log.count("WorkerLostError") >= 2  # Celery saw its pool process die each time

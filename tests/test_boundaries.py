@@ -1,0 +1,188 @@
+"""The import boundaries of DESIGN.md §1, read from the source with ``ast`` (nothing is imported).
+
+- ``state/`` imports neither the worker nor the scheduler, nor Celery or kombu;
+- the scheduler never imports the worker, and the worker never imports the scheduler;
+- ``broker_config/`` imports no other part of Tradewind;
+- no part imports the CLI (``tradewind.cli``), the top floor;
+- the task side (``worker/runner.py``) never reaches SQL: neither ``state`` nor ``sqlalchemy``,
+  directly or through the first-party modules it imports at module level.
+
+Every import statement counts for the direct rules, including those inside functions and under
+``TYPE_CHECKING``; the transitive rule follows the imports a module runs when it is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config")
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # absolute dotted name
+    lineno: int
+    top_level: bool  # run when the importing module is imported (not inside a function)
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _function_bodies(tree: ast.AST) -> set[int]:
+    """ids of the import nodes that sit inside a function."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            inside.update(id(child) for child in ast.walk(node) if child is not node)
+    return inside
+
+
+def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
+    """Every import of a file as absolute names; ``from a import b`` yields ``a`` and ``a.b``."""
+    tree = ast.parse(path.read_text(), str(path))
+    in_functions = _function_bodies(tree)
+    is_package = path.name == "__init__.py"
+    package = module_name(path if is_package else path.parent, root)
+    found = []
+    for node in ast.walk(tree):
+        top = id(node) not in in_functions
+        if isinstance(node, ast.Import):
+            found += [Import(alias.name, node.lineno, top) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.append(Import(base, node.lineno, top))
+            found += [Import(f"{base}.{alias.name}", node.lineno, top) for alias in node.names]
+    return found
+
+
+def files_of(part: str) -> list[Path]:
+    base = ROOT / part
+    if base.suffix == ".py":
+        return [base]
+    return sorted(p for p in base.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def is_within(module: str, banned: str) -> bool:
+    return module == banned or module.startswith(banned + ".")
+
+
+def violations(part: str, banned: tuple[str, ...]) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}:{imp.lineno} imports {imp.module}"
+        for path in files_of(part)
+        for imp in imports_of(path)
+        if any(is_within(imp.module, name) for name in banned)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("part", "banned"),
+    [
+        ("state", ("worker", "scheduler", "celery", "kombu")),
+        ("scheduler", ("worker",)),
+        ("worker", ("scheduler",)),
+        ("broker_config", ("tradewind", "state", "worker", "scheduler")),
+        ("worker/runner.py", ("state", "sqlalchemy")),
+    ],
+)
+def test_a_part_never_imports_what_it_must_not(part: str, banned: tuple[str, ...]) -> None:
+    assert files_of(part), f"{part} has no Python files: the check would prove nothing"
+    assert violations(part, banned) == []
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_no_part_imports_the_cli(part: str) -> None:
+    files = [p for p in files_of(part) if not is_within(module_name(p), "tradewind.cli")]
+    found = [
+        f"{path.relative_to(ROOT)}:{imp.lineno}"
+        for path in files
+        for imp in imports_of(path)
+        if is_within(imp.module, "tradewind.cli")
+    ]
+    assert found == []
+
+
+def first_party_file(module: str) -> Path | None:
+    base = ROOT.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def reached_from(start: str) -> Iterator[str]:
+    """Every module name a first-party module imports when it is imported, transitively."""
+    seen: set[str] = set()
+    pending = [start]
+    while pending:
+        module = pending.pop()
+        # Importing a.b.c runs a/__init__ and a/b/__init__ first.
+        parents = [".".join(module.split(".")[:n]) for n in range(1, module.count(".") + 1)]
+        for name in [*parents, module]:
+            if name in seen:
+                continue
+            seen.add(name)
+            yield name
+            path = first_party_file(name)
+            if path is not None:
+                pending += [imp.module for imp in imports_of(path) if imp.top_level]
+
+
+@pytest.mark.parametrize(
+    ("start", "banned"),
+    [
+        ("worker.runner", ("state", "sqlalchemy", "scheduler", "celery")),
+        ("state.scheduling", ("worker", "scheduler", "celery", "kombu")),
+        ("scheduler.loop", ("worker",)),
+        ("worker.execute", ("scheduler",)),
+        ("broker_config", ("tradewind", "state", "worker", "scheduler")),
+        # The task process imports the authoring API: it must not bring SQL along.
+        ("tradewind", ("tradewind.cli", "state", "sqlalchemy")),
+    ],
+)
+def test_what_a_module_pulls_in_at_import_keeps_the_boundaries(
+    start: str, banned: tuple[str, ...]
+) -> None:
+    reached = list(reached_from(start))
+    assert len(reached) > 1
+    assert [m for m in reached if any(is_within(m, name) for name in banned)] == []
+
+
+def test_the_checker_resolves_relative_function_level_and_from_imports(tmp_path: Path) -> None:
+    module = tmp_path / "pkg" / "sub" / "mod.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        "from . import sibling\n"
+        "from ..other import thing\n"
+        "import os.path\n"
+        "def later():\n"
+        "    from state import db\n"
+    )
+    found = {(imp.module, imp.top_level) for imp in imports_of(module, root=tmp_path)}
+    assert found == {
+        ("pkg.sub", True),
+        ("pkg.sub.sibling", True),
+        ("pkg.other", True),
+        ("pkg.other.thing", True),
+        ("os.path", True),
+        ("state", False),
+        ("state.db", False),
+    }
+
+
+def test_the_lazy_app_of_the_worker_package_is_not_a_module_level_import() -> None:
+    imports = [imp for imp in imports_of(ROOT / "worker" / "__init__.py")]
+    assert {imp.top_level for imp in imports if imp.module == "worker.celery_app"} == {False}

@@ -1,0 +1,7 @@
+"""Fixtures of the worker tests."""
+
+from __future__ import annotations
+
+from tests.worker.xcom_support import moto
+
+__all__ = ["moto"]

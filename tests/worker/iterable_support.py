@@ -1,0 +1,129 @@
+"""A store, a DAG folder and a run, driven by hand: what the worker tests of issue 3 share.
+
+``Stack`` holds a migrated database, a DAG folder and the settings pointing at both; it can
+trigger a run, queue what is ready and run each queued try through ``worker.execute.execute``
+(a real forked task process, a real supervisor), as a worker would.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import select
+
+from broker_config import TaskInstanceMessage
+from scheduler.dag_sync import sync_dags
+from state.db import session_scope
+from state.enums import DagRunState, TaskInstanceState
+from state.migrate import upgrade
+from state.models import DagRun, TaskInstance
+from state.runs import create_run
+from state.scheduling import Enqueue, schedule_run_by_pk
+from tradewind.settings import Settings
+from worker.claim import Claim, claim_try
+from worker.execute import execute
+
+
+def message_of(enqueue: Enqueue) -> TaskInstanceMessage:
+    return TaskInstanceMessage(
+        ti_id=enqueue.ti_id,
+        try_number=enqueue.try_number,
+        dag_id=enqueue.dag_id,
+        run_id=enqueue.run_id,
+        task_id=enqueue.task_id,
+        map_index=enqueue.map_index,
+    )
+
+
+@dataclass
+class Stack:
+    """A database and a DAG folder under ``home``."""
+
+    home: Path
+    url: str = ""
+    queued: list[Enqueue] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.url = self.url or f"sqlite:///{self.home / 'tradewind.db'}"
+        self.dags = self.home / "dags"
+        self.dags.mkdir(parents=True, exist_ok=True)
+        upgrade(self.url)
+        self.settings = Settings(
+            home=self.home, database_url=self.url, dags_folder=self.dags, kill_grace_seconds=1.0
+        )
+
+    def add_dag(self, name: str, source: str) -> Path:
+        path = self.dags / f"{name}.py"
+        path.write_text(textwrap.dedent(source))
+        with session_scope(self.url) as session:
+            sync_dags(session, self.dags)
+        return path
+
+    def trigger(self, dag_id: str, run_id: str = "r1") -> int:
+        with session_scope(self.url) as session:
+            return create_run(session, dag_id, run_id).id
+
+    def schedule(self, run_pk: int) -> list[Enqueue]:
+        with session_scope(self.url) as session:
+            ready = schedule_run_by_pk(session, run_pk)
+        self.queued += ready
+        return ready
+
+    def claim(self, enqueue: Enqueue) -> Claim:
+        with session_scope(self.url) as session:
+            claim = claim_try(session, message_of(enqueue))
+        assert isinstance(claim, Claim), claim
+        return claim
+
+    def execute_queued(self, stop_after: tuple[str, int] | None = None) -> list[str]:
+        """Run every queued try (those the supervisors queue downstream included).
+
+        ``stop_after=(task_id, try_number)``: return once that try ran, the rest left queued.
+        """
+        states = []
+        while self.queued:
+            enqueue = self.queued.pop(0)
+            states.append(execute(message_of(enqueue), self.settings, self.queued.extend))
+            if stop_after == (enqueue.task_id, enqueue.try_number):
+                break
+        return states
+
+    def run_to_end(self, run_pk: int, seconds: float = 60.0) -> DagRunState:
+        """Schedule and execute until the run ends, as a scheduler loop would."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not self.schedule(run_pk) and not self.queued:
+                time.sleep(0.05)  # a retry waiting for its retry_delay
+            self.execute_queued()
+            state = self.run_state(run_pk)
+            if state in (DagRunState.SUCCESS, DagRunState.FAILED):
+                return state
+        raise AssertionError(f"run {run_pk} did not end in {seconds:g}s")
+
+    def run_state(self, run_pk: int) -> DagRunState:
+        with session_scope(self.url) as session:
+            run = session.get(DagRun, run_pk)
+            assert run is not None
+            return DagRunState(run.state)
+
+    def task_instances(self, task_id: str) -> list[TaskInstance]:
+        with session_scope(self.url) as session:
+            query = (
+                select(TaskInstance)
+                .where(TaskInstance.task_id == task_id)
+                .order_by(TaskInstance.map_index)
+            )
+            return list(session.scalars(query))
+
+    def ti_state(self, task_id: str, map_index: int = -1) -> TaskInstanceState:
+        states = {ti.map_index: ti.state for ti in self.task_instances(task_id)}
+        return TaskInstanceState(states[map_index])
+
+    def log_of(self, task_id: str, try_number: int, map_index: int = -1) -> str:
+        folder = self.settings.logs_folder
+        paths = list(folder.glob(f"*/*/{task_id}/{map_index}/{try_number}.log"))
+        assert len(paths) == 1, paths
+        return paths[0].read_text()

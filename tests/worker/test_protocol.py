@@ -1,0 +1,219 @@
+"""The wire between a supervisor and its task: message models, the two unions, and frames."""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+import socket
+import struct
+import typing
+from collections.abc import Iterator
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from worker import protocol as p
+from worker.requests import HANDLERS
+
+
+def message_classes() -> list[type[p._Message]]:
+    return [
+        cls
+        for _, cls in inspect.getmembers(p, inspect.isclass)
+        if issubclass(cls, p._Message) and cls is not p._Message
+    ]
+
+
+def union_members(union: object) -> set[type]:
+    """The classes of an ``Annotated[A | B | ..., Field(discriminator=...)]`` union."""
+    inner = typing.get_args(union)[0]
+    return set(typing.get_args(inner))
+
+
+REQUESTS = union_members(p.ToSupervisor)
+REPLIES = union_members(p.ToTask)
+# The XCom backend helper's channel: its own asks and answers, and the calls sent to it.
+FROM_HELPER = union_members(p.FromHelper)
+TO_HELPER = union_members(p.ToHelper)
+
+
+@pytest.mark.parametrize("cls", message_classes(), ids=lambda cls: cls.__name__)
+def test_every_message_class_name_equals_its_type(cls: type[p._Message]) -> None:
+    assert cls.model_fields["type"].default == cls.__name__
+
+
+def test_every_message_travels_in_exactly_one_direction() -> None:
+    assert REQUESTS.isdisjoint(REPLIES)
+    assert FROM_HELPER.isdisjoint(TO_HELPER)
+    assert set(message_classes()) == REQUESTS | REPLIES | FROM_HELPER | TO_HELPER
+    # The helper's look-ups are the task's requests; only its call traffic is its own.
+    assert FROM_HELPER - REQUESTS == {p.AwaitXComBackendCall, p.XComBackendResult}
+    assert TO_HELPER - REPLIES == {p.XComBackendCall}
+
+
+def test_every_request_has_a_handler_and_every_handler_a_request() -> None:
+    assert set(HANDLERS) == REQUESTS
+
+
+def test_replies_are_results_or_the_two_responses() -> None:
+    names = {cls.__name__ for cls in REPLIES}
+    assert {"OKResponse", "ErrorResponse", "TaskDetails"} <= names
+    odd = {n for n in names if not n.endswith(("Result", "Response"))} - {"TaskDetails"}
+    assert odd == set()
+
+
+SAMPLE_REQUESTS: list[BaseModel] = [
+    p.GetTaskDetails(id=1, protocol_version=p.PROTOCOL_VERSION),
+    p.GetXCom(id=2, task_id="up", key="k", map_index=3),
+    p.GetXCom(id=3, task_id="up"),
+    p.SetXCom(id=4, key="return_value", value={"nested": [1, 2.5, None, "ü"]}),
+    p.GetStateValue(id=5, key="cursor"),
+    p.SetStateValue(
+        id=6, key="cursor", value=[1], expires_at=dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
+    ),
+    p.DeleteStateValue(id=7, key="cursor"),
+    p.ClearStateValues(id=8),
+    p.MaskSecret(id=9, value="hunter2"),
+    p.SucceedTask(id=10),
+    p.FailTask(id=11, error="ValueError: no", retryable=False),
+    p.SkipTask(id=12, reason="nothing to do"),
+]
+SAMPLE_REPLIES: list[BaseModel] = [
+    p.TaskDetails(
+        id=1,
+        dag_id="d",
+        run_id="r",
+        task_id="t",
+        map_index=-1,
+        try_number=2,
+        max_tries=3,
+        generation=1,
+        params={"x": 1},
+        run_type="manual",
+        logical_date=dt.datetime(2024, 5, 1, tzinfo=dt.UTC),
+    ),
+    p.XComResult(id=2, found=True, value=[1, "two"]),
+    p.XComResult(id=3, found=False),
+    p.StateValueResult(id=4, found=True, value={"a": 1}),
+    p.OKResponse(id=5),
+    p.ErrorResponse(id=6, error="TryFenced: gone"),
+]
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    left, right = socket.socketpair()
+    with left, right:
+        yield left, right
+
+
+@pytest.mark.parametrize("message", SAMPLE_REQUESTS, ids=lambda m: type(m).__name__)
+def test_a_request_round_trips_through_a_socket(
+    pair: tuple[socket.socket, socket.socket], message: BaseModel
+) -> None:
+    task_end, supervisor_end = pair
+    task_end.sendall(p.encode(message))
+    assert p.TO_SUPERVISOR.validate_json(p.read_frame(supervisor_end)) == message
+
+
+@pytest.mark.parametrize("message", SAMPLE_REPLIES, ids=lambda m: type(m).__name__)
+def test_a_reply_round_trips_through_a_socket(
+    pair: tuple[socket.socket, socket.socket], message: BaseModel
+) -> None:
+    task_end, supervisor_end = pair
+    supervisor_end.sendall(p.encode(message))
+    assert p.TO_TASK.validate_json(p.read_frame(task_end)) == message
+
+
+def test_a_frame_is_a_big_endian_length_then_utf8_json() -> None:
+    frame = p.encode(p.OKResponse(id=7))
+    (size,) = struct.unpack(">I", frame[:4])
+    assert size == len(frame) - 4
+    assert frame[4:] == b'{"id":7,"type":"OKResponse"}'
+
+
+def test_encode_json_frames_a_plain_payload_for_runtime_tasks(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    task_end, supervisor_end = pair
+    task_end.sendall(p.encode_json({"type": "SucceedTask", "id": 3}))
+    assert p.TO_SUPERVISOR.validate_json(p.read_frame(supervisor_end)) == p.SucceedTask(id=3)
+    with pytest.raises(ValueError, match="JSON compliant"):
+        p.encode_json({"value": float("nan")})
+
+
+def test_read_frame_reports_a_peer_that_closed_mid_frame(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    task_end, supervisor_end = pair
+    task_end.sendall(p.encode(p.SucceedTask(id=1))[:-3])
+    task_end.close()
+    with pytest.raises(EOFError):
+        p.read_frame(supervisor_end)
+
+
+def test_a_request_of_unknown_type_or_with_extra_fields_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        p.TO_SUPERVISOR.validate_json(b'{"type": "DropTables", "id": 1}')
+    with pytest.raises(ValidationError):
+        p.TO_SUPERVISOR.validate_json(b'{"type": "SucceedTask", "id": 1, "extra": true}')
+    with pytest.raises(ValidationError):
+        p.TO_SUPERVISOR.validate_json(p.encode(p.OKResponse(id=1))[4:])  # a reply, not a request
+
+
+def frames(*messages: BaseModel) -> bytes:
+    return b"".join(p.encode(message) for message in messages)
+
+
+def test_frame_buffer_holds_a_partial_frame_until_it_is_complete() -> None:
+    data = frames(p.SetXCom(id=1, key="k", value="x" * 100))
+    buffer = p.FrameBuffer()
+    for byte in range(len(data) - 1):
+        assert buffer.feed(data[byte : byte + 1]) == []
+    [frame] = buffer.feed(data[-1:])
+    assert p.TO_SUPERVISOR.validate_json(frame) == p.SetXCom(id=1, key="k", value="x" * 100)
+
+
+def test_frame_buffer_splits_several_frames_of_one_read() -> None:
+    messages = [p.SucceedTask(id=1), p.MaskSecret(id=2, value="s3cret"), p.ClearStateValues(id=3)]
+    data = frames(*messages)
+    buffer = p.FrameBuffer()
+    # Two whole frames and the start of the third, then the rest.
+    cut = len(frames(*messages[:2])) + 2
+    first = buffer.feed(data[:cut])
+    rest = buffer.feed(data[cut:])
+    assert [p.TO_SUPERVISOR.validate_json(f) for f in first + rest] == messages
+    assert (len(first), len(rest)) == (2, 1)
+    assert buffer.feed(b"") == []
+
+
+def test_frame_buffer_passes_an_empty_body_on_to_validation() -> None:
+    [frame] = p.FrameBuffer().feed(struct.pack(">I", 0))
+    assert frame == b""
+    with pytest.raises(ValidationError):
+        p.TO_SUPERVISOR.validate_json(frame)
+
+
+def oversized_header() -> bytes:
+    return struct.pack(">I", p.MAX_FRAME_BYTES + 1)
+
+
+def test_an_oversized_frame_is_a_protocol_error_in_the_buffer() -> None:
+    buffer = p.FrameBuffer()
+    assert buffer.feed(frames(p.SucceedTask(id=1))) != []
+    with pytest.raises(p.ProtocolError, match="over the"):
+        buffer.feed(oversized_header())
+
+
+def test_an_oversized_frame_is_a_protocol_error_on_a_blocking_read(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    task_end, supervisor_end = pair
+    task_end.sendall(oversized_header())
+    with pytest.raises(p.ProtocolError, match=str(p.MAX_FRAME_BYTES)):
+        p.read_frame(supervisor_end)
+
+
+def test_a_frame_at_the_limit_is_not_refused_by_its_header() -> None:
+    buffer = p.FrameBuffer()
+    assert buffer.feed(struct.pack(">I", p.MAX_FRAME_BYTES) + b"{") == []

@@ -1,0 +1,286 @@
+"""Runtime tasks (Node.js, over the framed protocol) with an XCom backend in the helper process.
+
+Real processes throughout: the supervisor (``worker.execute.execute``, in this process), the
+Node.js task it starts, and the helper running a test backend (``xcom_support``) that can be
+made slow. What DESIGN.md §6 promises, each a test: heartbeats and ``execution_timeout`` never
+wait on a backend call; a helper that dies fails its calls and the try cleanly; what an earlier
+try stored is purged before the retry runs; look-ups go through the supervisor, secrets masked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from broker_config import message_of
+from state.connections import put_connection, set_variable
+from state.db import session_scope
+from state.liveness import find_zombies
+from state.models import TaskInstance, XCom, utcnow
+from state.scheduling import Enqueue
+from tests.state.harness import Home, tradewind_home
+from tradewind.settings import reload_settings
+from worker.execute import execute
+from worker.helper_process import XComHelperProcess
+from worker.logs import log_path
+from worker.xcom.object_storage import REFERENCE_KEY
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).parent / "runtimes" / "scripted_task.js"
+HEARTBEAT_SECONDS = 0.2
+ZOMBIE_SECONDS = 1.0
+
+DAGS = """
+from tradewind import dag, task
+
+@task
+def produce():
+    return "p" * 200
+
+@task.runtime(command=["node", {script!r}])
+def rt(upstream=None, steps=(), result=None):
+    '''Runs tests/worker/runtimes/scripted_task.js.'''
+
+@dag(dag_id="slow_push")
+def slow_push():
+    rt(steps=[{{"do": "push", "key": "big", "bytes": 1000}}], result="pushed")
+
+@dag(dag_id="hanging_pull")
+def hanging_pull():
+    produce() >> rt.override(execution_timeout=1.5)(steps=[{{"do": "pull", "task": "produce"}}])
+
+@dag(dag_id="pull")
+def pull():
+    produce() >> rt(steps=[{{"do": "pull", "task": "produce"}}])
+
+@dag(dag_id="retry_purge")
+def retry_purge():
+    steps = [{{"do": "push", "key": "partial", "bytes": 500}}, {{"do": "fail_on_try", "try": 1}}]
+    rt.override(retries=1, retry_delay=0)(steps=steps, result="done")
+
+@dag(dag_id="arguments")
+def arguments():
+    rt(upstream=produce(), steps=[{{"do": "arguments"}}], result="r" * 300)
+
+@dag(dag_id="secrets")
+def secrets():
+    steps = [
+        {{"do": "connection", "conn_id": "warehouse"}},
+        {{"do": "variable", "key": "api_token"}},
+        {{"do": "mask", "value": "tok-live-98765"}},
+    ]
+    rt(steps=steps, result="kept")
+
+for build in (slow_push, hanging_pull, pull, retry_purge, arguments, secrets):
+    build()
+"""
+
+
+@dataclass
+class Setup:
+    home: Home
+    markers: Path
+    monkeypatch: pytest.MonkeyPatch
+
+    def configure(self, backend: str = "SlowBackend", **slow_seconds: float) -> None:
+        self.monkeypatch.setenv("TRADEWIND_XCOM_BACKEND", f"tests.worker.xcom_support.{backend}")
+        for hook, seconds in slow_seconds.items():
+            self.monkeypatch.setenv(f"TW_TEST_SLOW_{hook.upper()}", str(seconds))
+        self.home.settings = reload_settings()
+
+    def marker(self, name: str) -> list[str]:
+        path = self.markers / name
+        return path.read_text().splitlines() if path.exists() else []
+
+    def run(self, dag_id: str) -> tuple[int, list[str]]:
+        """Trigger ``dag_id`` and run each try as it is queued; the outcomes in order."""
+        run_pk = self.home.trigger(dag_id)
+        pending: list[Enqueue] = self.home.schedule(run_pk)
+        outcomes = []
+        while pending:
+            outcomes.append(execute(message_of(pending.pop(0)), self.home.settings, pending.extend))
+            pending = pending or self.home.schedule(run_pk)
+        return run_pk, outcomes
+
+    def log(self, run_pk: int, task_id: str = "rt", try_number: int = 1) -> str:
+        run = self.home.run(run_pk)
+        folder = self.home.settings.logs_folder
+        return log_path(folder, run.dag_id, run.run_id, task_id, -1, try_number).read_text()
+
+    def rows(self, task_id: str = "rt") -> dict[str, object]:
+        with session_scope(self.home.url) as session:
+            query = select(XCom.key, XCom.value).where(XCom.task_id == task_id)
+            return {row.key: json.loads(row.value) for row in session.execute(query)}
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the helper imports the test backends
+    monkeypatch.setenv("TW_TEST_MARKERS", str(markers))
+    env = {
+        "object_storage_url": f"file://{tmp_path}/objects",
+        "object_storage_conn_id": "objects",
+        "xcom_object_threshold_bytes": "64",
+        "heartbeat_seconds": str(HEARTBEAT_SECONDS),
+        "zombie_threshold_seconds": str(ZOMBIE_SECONDS),
+        "kill_grace_seconds": "0.5",
+    }
+    with tradewind_home(tmp_path, monkeypatch, **env) as home:
+        home.write_dag(DAGS.format(script=str(SCRIPT)))
+        assert home.sync().import_errors == {}
+        with session_scope(home.url) as session:
+            put_connection(session, "objects", conn_type="fs")
+        yield Setup(home, markers, monkeypatch)
+
+
+@dataclass
+class Watch:
+    """Samples a task instance's heartbeat, and the scheduler's zombie query, every 20 ms."""
+
+    url: str
+    task_id: str
+    heartbeats: list[dt.datetime] = field(default_factory=list)
+    zombie_seen: bool = False
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        while not self.stop.wait(0.02):
+            with session_scope(self.url) as session:
+                ti = session.scalars(select(TaskInstance).filter_by(task_id=self.task_id)).first()
+                zombies = find_zombies(session, utcnow() - dt.timedelta(seconds=ZOMBIE_SECONDS))
+                if ti is None or ti.state != "running" or ti.last_heartbeat is None:
+                    continue
+                if not self.heartbeats or self.heartbeats[-1] != ti.last_heartbeat:
+                    self.heartbeats.append(ti.last_heartbeat)
+                self.zombie_seen |= any(z.id == ti.id for z in zombies)
+
+    def worst_gap_seconds(self) -> float:
+        pairs = zip(self.heartbeats, self.heartbeats[1:], strict=False)
+        return max((b - a).total_seconds() for a, b in pairs)
+
+
+def test_heartbeats_go_on_while_a_store_blocks_longer_than_the_zombie_threshold(
+    setup: Setup,
+) -> None:
+    setup.configure(store=3 * ZOMBIE_SECONDS)
+    watch = Watch(setup.home.url, "rt")
+    sampler = threading.Thread(target=watch.run)
+    sampler.start()
+    try:
+        run_pk, outcomes = setup.run("slow_push")
+    finally:
+        watch.stop.set()
+        sampler.join()
+    assert outcomes == ["success"]
+    starts = [line for line in setup.marker("calls") if line.startswith("store rt big")]
+    assert len(starts) == 1  # the one call that slept 3 s, three zombie thresholds
+    assert len(watch.heartbeats) >= 10
+    assert watch.worst_gap_seconds() <= HEARTBEAT_SECONDS + 1.0
+    assert not watch.zombie_seen
+    assert setup.home.ti(run_pk, "rt").try_number == 1
+    assert REFERENCE_KEY in setup.rows()["big"]  # type: ignore[operator]
+
+
+def test_execution_timeout_kills_the_task_while_a_load_hangs(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(XComHelperProcess, "exit_timeout_seconds", 1.0)
+    setup.configure(load=60)
+    started = time.monotonic()
+    run_pk, outcomes = setup.run("hanging_pull")
+    assert outcomes == ["success", "failed"]
+    assert time.monotonic() - started < 20
+    ti = setup.home.ti(run_pk, "rt")
+    assert ti.error == "execution_timeout of 1.5s exceeded"
+    log = setup.log(run_pk)
+    assert "execution_timeout of 1.5s exceeded: sending SIGTERM" in log
+    assert "the XCom backend helper process did not exit within 1s: sending SIGTERM" in log
+    (pid,) = setup.marker("helper.pid")
+    assert (
+        not Path(f"/proc/{pid}").exists() or "State:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    )
+
+
+def test_a_helper_killed_mid_call_fails_the_waiting_call_and_the_try_cleanly(
+    setup: Setup,
+) -> None:
+    setup.configure(load=60)
+
+    def kill_helper_once_the_load_started() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any(line.startswith("load produce") for line in setup.marker("calls")):
+                os.kill(int(setup.marker("helper.pid")[0]), signal.SIGKILL)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_helper_once_the_load_started)
+    killer.start()
+    run_pk, outcomes = setup.run("pull")
+    killer.join()
+    assert outcomes == ["success", "failed"]
+    expected = "the XCom backend helper process exited (killed by SIGKILL) before it answered"
+    assert setup.home.ti(run_pk, "rt").error == f"RequestFailed: {expected}"
+    log = setup.log(run_pk)
+    assert f"supervisor: {expected}: failing 1 call(s)" in log
+    assert setup.rows() == {}
+
+
+def test_what_an_earlier_try_stored_is_purged_before_the_retry_runs(setup: Setup) -> None:
+    setup.configure()
+    run_pk, outcomes = setup.run("retry_purge")
+    assert outcomes == ["up_for_retry", "success"]
+    assert setup.marker("purged") == ["rt partial"]
+    purge_started = [line for line in setup.marker("calls") if line.startswith("purge")]
+    second_push = [line for line in setup.marker("calls") if line.startswith("store rt partial")][1]
+    assert float(purge_started[0].split()[3]) < float(second_push.split()[3])
+    assert "purged XCom 'partial' left by an earlier try" in setup.log(run_pk, try_number=2)
+    partial = setup.home.root / "objects" / "retry_purge"
+    # Try 2 pushed 'partial' again (then 'return_value'); the object of try 1 went first.
+    assert set(setup.rows()) == {"partial", "return_value"}
+    assert any(partial.rglob("partial"))
+
+
+def test_arguments_are_resolved_through_the_helper_before_the_task_starts(setup: Setup) -> None:
+    setup.configure()
+    run_pk, outcomes = setup.run("arguments")
+    assert outcomes == ["success", "success"]
+    # "p" * 200 as JSON is 202 characters; it was stored as an object and loaded by the helper.
+    assert "stdout: arguments: 202 characters" in setup.log(run_pk)
+    assert [line.split()[:3] for line in setup.marker("calls") if line.startswith("load")] == [
+        ["load", "produce", "return_value"]
+    ]
+    row = setup.rows()["return_value"]
+    assert REFERENCE_KEY in row  # type: ignore[operator]
+
+
+def test_secrets_of_the_task_and_the_helper_appear_nowhere_in_the_log(setup: Setup) -> None:
+    with session_scope(setup.home.url) as session:
+        put_connection(
+            session, "warehouse", conn_type="postgres", login="etl", password="pw-task-4242"
+        )
+        put_connection(session, "objects", conn_type="fs", password="pw-helper-1717")
+        set_variable(session, "api_token", "var-secret-5150")
+        set_variable(session, "helper_note", "just a note")
+    setup.configure("ConnectionBackend")
+    run_pk, outcomes = setup.run("secrets")
+    assert outcomes == ["success"]
+    log = setup.log(run_pk)
+    for secret in ("pw-task-4242", "pw-helper-1717", "var-secret-5150", "tok-live-98765"):
+        assert secret not in log
+    assert "stdout: connection warehouse has password ***" in log
+    assert "stdout: variable api_token is ***" in log
+    assert "stdout: the token is ***" in log
+    assert "xcom-helper: helper connected with password ***" in log

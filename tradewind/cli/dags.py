@@ -1,0 +1,168 @@
+"""``tradewind dags``: list, show, trigger and test the DAGs of the DAGs folder."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from sqlalchemy import select
+
+from state.db import session_scope
+from state.models import DagImportError, DagModel
+from state.runs import RunExists, UnknownDag, create_run
+from tradewind.cli.common import fail, parse_conf, settings_or_exit
+from tradewind.cli.graph import dag_dot, dag_tree
+from tradewind.cli.outcome import print_outcome
+from tradewind.cli.pause import pause, unpause
+from tradewind.cli.render import (
+    dag_record,
+    dags_table,
+    import_error_record,
+    import_errors_table,
+    make_console,
+)
+from tradewind.cli.store import open_store, sync_folder
+from tradewind.cli.watch import WatchAborted, watch_run
+from tradewind.loader import DagBag
+from tradewind.settings import Settings
+
+app = typer.Typer(help="List, show, trigger, test and pause DAGs.", no_args_is_help=True)
+app.command("pause")(pause)
+app.command("unpause")(unpause)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+ConfOption = Annotated[
+    str | None, typer.Option("--conf", help="The run's conf, a JSON object (tasks see `params`).")
+]
+
+
+class GraphFormat(StrEnum):
+    TEXT = "text"
+    DOT = "dot"
+
+
+@app.command("list")
+def list_dags(as_json: JsonFlag = False) -> None:
+    """Parse the DAGs folder into the store and list its DAGs and the files that fail to import."""
+    settings = settings_or_exit()
+    url = open_store(settings)
+    sync_folder(settings, url)
+    with session_scope(url) as session:
+        models = session.scalars(
+            select(DagModel).filter_by(is_active=True).order_by(DagModel.dag_id)
+        )
+        dags = [dag_record(model) for model in models]
+        errors = session.scalars(select(DagImportError).order_by(DagImportError.fileloc))
+        import_errors = [import_error_record(error) for error in errors]
+    if as_json:
+        folder = str(settings.resolved_dags_folder)
+        document = {"dags_folder": folder, "dags": dags, "import_errors": import_errors}
+        typer.echo(json.dumps(document, indent=2))
+        return
+    console = make_console()
+    console.print(f"DAGs folder: {settings.resolved_dags_folder}")
+    console.print(dags_table(dags))
+    if import_errors:
+        console.print(import_errors_table(import_errors))
+
+
+@app.command()
+def show(
+    dag_id: str,
+    graph_format: Annotated[
+        GraphFormat, typer.Option("--format", help="`text`: a tree; `dot`: Graphviz.")
+    ] = GraphFormat.TEXT,
+) -> None:
+    """Show a DAG's tasks and dependencies as a tree, or as Graphviz dot (`| dot -Tpng`)."""
+    settings = settings_or_exit()
+    structure = parsed_structure(settings, dag_id)
+    if graph_format is GraphFormat.DOT:
+        typer.echo(dag_dot(structure))
+    else:
+        make_console().print(dag_tree(structure))
+
+
+def parsed_structure(settings: Settings, dag_id: str) -> dict[str, Any]:
+    """The structure of ``dag_id`` parsed from the DAGs folder (no store needed)."""
+    folder = settings.resolved_dags_folder
+    bag = DagBag.collect(folder)
+    if dag_id in bag.dags:
+        return bag.dags[dag_id].structure()
+    broken = f" ({len(bag.import_errors)} files fail to import)" if bag.import_errors else ""
+    fail(f"no DAG named {dag_id!r} in {folder}{broken}: see `tradewind dags list`")
+
+
+@app.command()
+def trigger(
+    dag_id: str,
+    conf: ConfOption = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Default: manual__<time>.")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Show progress until the run ends.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a DagRun for the scheduler to run; with --wait, exit 0 on success, 1 on failure."""
+    parsed_conf = parse_conf(conf)
+    settings = settings_or_exit()
+    url = open_store(settings)
+    created = create_manual_run(settings, url, dag_id, parsed_conf, run_id)
+    state = "queued"
+    if not as_json:
+        typer.echo(f"triggered {dag_id} run {created}")
+    if wait:
+        state = wait_for_run(url, dag_id, created, stderr=as_json)
+        if not as_json:
+            print_outcome(make_console(), url, dag_id, created)
+    if as_json:
+        typer.echo(json.dumps({"dag_id": dag_id, "run_id": created, "state": state}))
+    if wait and state != "success":
+        raise typer.Exit(1)
+
+
+def create_manual_run(
+    settings: Settings,
+    url: str,
+    dag_id: str,
+    conf: dict[str, Any],
+    run_id: str | None = None,
+    run_type: str = "manual",
+) -> str:
+    """Sync the DAGs folder, then create the run; returns its run id."""
+    sync_folder(settings, url)
+    try:
+        with session_scope(url) as session:
+            return create_run(session, dag_id, run_id=run_id, conf=conf, run_type=run_type).run_id
+    except (UnknownDag, RunExists) as error:
+        fail(str(error))
+
+
+def wait_for_run(url: str, dag_id: str, run_id: str, stderr: bool = False) -> str:
+    """Watch the run to its end (Ctrl-C stops watching, not the run); returns its state."""
+    try:
+        return watch_run(url, dag_id, run_id, make_console(stderr=stderr))
+    except KeyboardInterrupt:
+        typer.echo(f"stopped watching; the run goes on: tradewind runs show {dag_id} {run_id}")
+        raise typer.Exit(130) from None
+    except WatchAborted as error:
+        fail(str(error))
+
+
+@app.command("test")
+def test_dag(
+    dag_id: str,
+    conf: ConfOption = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run-id", help="Run (or, after `tasks clear`, resume) this run id."),
+    ] = None,
+    logs: Annotated[bool, typer.Option(help="Print each try's log after it.")] = True,
+) -> None:
+    """Run one DagRun in this process with no broker or scheduler (like `airflow dags test`)."""
+    # Imported here: the worker brings Celery (a second of start-up) with it.
+    from tradewind.cli.inline import run_inline
+
+    parsed_conf = parse_conf(conf)
+    settings = settings_or_exit()
+    state = run_inline(settings, dag_id, parsed_conf, run_id, logs)
+    raise typer.Exit(0 if state == "success" else 1)

@@ -1,0 +1,89 @@
+"""A DAG's tasks and dependencies as a rich tree (``dags show``) or as Graphviz dot.
+
+Both read the DAG's serialized structure (``DAG.structure()``): task ids, each task's
+``upstream`` ids and options, in topological order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.text import Text
+from rich.tree import Tree
+
+Structure = Mapping[str, Any]
+
+
+def downstream_map(structure: Structure) -> dict[str, list[str]]:
+    """Each task's direct downstream tasks, in the DAG's (topological) order."""
+    tasks: Mapping[str, Any] = structure["tasks"]
+    downstream: dict[str, list[str]] = {task_id: [] for task_id in tasks}
+    for task_id, spec in tasks.items():
+        for upstream in spec["upstream"]:
+            downstream[upstream].append(task_id)
+    return downstream
+
+
+def task_label(task_id: str, spec: Mapping[str, Any]) -> Text:
+    """The task id, then what differs from the defaults (retries, trigger rule, mapping...)."""
+    notes = []
+    if spec.get("retries"):
+        notes.append(f"retries={spec['retries']}")
+    if spec.get("trigger_rule", "all_success") != "all_success":
+        notes.append(f"trigger_rule={spec['trigger_rule']}")
+    if spec.get("queue", "default") != "default":
+        notes.append(f"queue={spec['queue']}")
+    if spec.get("mapping"):
+        notes.append(str(spec["mapping"].get("kind", "mapped")))
+    if spec.get("runtime"):
+        notes.append("runtime")
+    label = Text(task_id, style="bold")
+    if notes:
+        label.append("  " + " ".join(notes), style="dim")
+    return label
+
+
+def dag_tree(structure: Structure) -> Tree:
+    """Roots first, each task under every task it depends on.
+
+    A task with several upstreams appears under each; its own downstream tasks are expanded
+    the first time only (``...`` after), so a wide diamond does not print exponentially.
+    """
+    tasks: Mapping[str, Any] = structure["tasks"]
+    downstream = downstream_map(structure)
+    tree = Tree(Text(f"{structure['dag_id']} ({len(tasks)} tasks)", style="bold cyan"))
+    expanded: set[str] = set()
+
+    def add(parent: Tree, task_id: str) -> None:
+        label = task_label(task_id, tasks[task_id])
+        if task_id in expanded and downstream[task_id]:
+            parent.add(label.append(" ...", style="dim"))
+            return
+        expanded.add(task_id)
+        node = parent.add(label)
+        for child in downstream[task_id]:
+            add(node, child)
+
+    for task_id, spec in tasks.items():
+        if not spec["upstream"]:
+            add(tree, task_id)
+    return tree
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dag_dot(structure: Structure) -> str:
+    """Graphviz dot of the DAG, left to right: ``dags show X --format dot | dot -Tpng``."""
+    tasks: Mapping[str, Any] = structure["tasks"]
+    lines = [f"digraph {_quote(structure['dag_id'])} {{", "  rankdir=LR;", "  node [shape=box];"]
+    lines += [f"  {_quote(task_id)};" for task_id in tasks]
+    lines += [
+        f"  {_quote(upstream)} -> {_quote(task_id)};"
+        for task_id, spec in tasks.items()
+        for upstream in spec["upstream"]
+    ]
+    lines.append("}")
+    return "\n".join(lines)

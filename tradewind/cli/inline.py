@@ -1,0 +1,143 @@
+"""``tradewind dags test``: one DagRun driven to its end in this process, with no broker.
+
+The same code paths as the fleet, minus Celery: ``schedule_run_by_pk`` queues what is ready,
+and each queued try runs right here through the worker's ``execute`` (claim, fork, supervise,
+record), whose downstream pass hands its newly queued tries back to us instead of a broker.
+Retries wait in SQL as always; this loop sleeps until the next one is due.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+from sqlalchemy import select
+
+from broker_config import message_of
+from state.db import session_scope
+from state.enums import ACTIVE, TaskInstanceState
+from state.models import DagRun, TaskInstance, utcnow
+from state.runs import RunExists, UnknownDag, create_run
+from state.scheduling import Enqueue, schedule_run_by_pk
+from tradewind.cli.common import EXIT_BAD_INPUT, fail, setup_logging
+from tradewind.cli.outcome import print_outcome
+from tradewind.cli.render import make_console, state_text
+from tradewind.cli.store import first_line, open_store, sync_folder
+from tradewind.cli.watch import POLL_SECONDS, RUN_FINISHED
+from tradewind.settings import Settings
+from worker.execute import execute
+from worker.logs import log_path
+
+WAITING = ACTIVE | {TaskInstanceState.SCHEDULED}
+
+
+def run_inline(
+    settings: Settings, dag_id: str, conf: dict[str, Any], run_id: str | None, logs: bool
+) -> str:
+    """Create (or resume) a test run, run it here to its end, print a summary; its state."""
+    setup_logging(logging.WARNING)
+    url = open_store(settings)
+    sync_folder(settings, url)
+    run_pk, run_id = start_or_resume(url, dag_id, conf, run_id)
+    console = make_console()
+    console.print(f"testing {dag_id} run {run_id} in this process (no broker)")
+    state = drive(settings, url, run_pk, console, logs)
+    print_outcome(console, url, dag_id, run_id)
+    return state
+
+
+def start_or_resume(
+    url: str, dag_id: str, conf: dict[str, Any], run_id: str | None
+) -> tuple[int, str]:
+    """A new ``test`` run, or the unfinished run ``run_id`` (after ``tasks clear``)."""
+    with session_scope(url) as session:
+        existing = None
+        if run_id is not None:
+            query = select(DagRun).filter_by(dag_id=dag_id, run_id=run_id)
+            existing = session.scalars(query).first()
+        if existing is None:
+            try:
+                run = create_run(session, dag_id, run_id=run_id, conf=conf, run_type="test")
+            except (UnknownDag, RunExists) as error:
+                fail(str(error))
+            session.flush()
+            return run.id, run.run_id
+        if existing.state in RUN_FINISHED:
+            fail(
+                f"run {run_id!r} of {dag_id!r} already ended {existing.state}: "
+                "clear some of its tasks first (`tradewind tasks clear`)"
+            )
+        if conf:
+            fail("--conf cannot change an existing run", EXIT_BAD_INPUT)
+        return existing.id, existing.run_id
+
+
+def drive(settings: Settings, url: str, run_pk: int, console: Console, logs: bool) -> str:
+    """Schedule and run the run's tries here until it ends; returns its final state."""
+    pending: list[Enqueue] = []
+    while True:
+        with session_scope(url) as session:
+            pending.extend(schedule_run_by_pk(session, run_pk))
+        ran = bool(pending)
+        while pending:
+            run_try(settings, pending.pop(0), pending, console, logs)
+        state, wait_seconds = run_status(url, run_pk)
+        if state in RUN_FINISHED:
+            return state
+        if not ran:
+            if wait_seconds is None:
+                fail(f"run is {state} but nothing is queued, running or waiting for a retry")
+            time.sleep(wait_seconds)
+
+
+def run_try(
+    settings: Settings, queued: Enqueue, pending: list[Enqueue], console: Console, logs: bool
+) -> None:
+    """Run one try in-process; the tries it makes ready are appended to ``pending``."""
+    outcome = execute(message_of(queued), settings, publish=pending.extend)
+    line = Text(f"{queued.task_id} try {queued.try_number}: ")
+    line.append_text(state_text(outcome))
+    error = try_error(url=settings.sql_url, ti_id=queued.ti_id)
+    if error and outcome != TaskInstanceState.SUCCESS:
+        line.append(f"  {error}", style="red")
+    console.print(line)
+    if logs:
+        print_try_log(settings, queued, console)
+
+
+def try_error(url: str, ti_id: int) -> str:
+    with session_scope(url) as session:
+        ti = session.get(TaskInstance, ti_id)
+        return first_line(ti.error if ti else None)
+
+
+def print_try_log(settings: Settings, queued: Enqueue, console: Console) -> None:
+    key = (queued.dag_id, queued.run_id, queued.task_id, queued.map_index, queued.try_number)
+    path = log_path(settings.logs_folder, *key)
+    if path.is_file():
+        for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            console.print(Text("    " + text, style="dim"))
+
+
+def run_status(url: str, run_pk: int) -> tuple[str, float | None]:
+    """The run's state and how long to wait before the next pass (None: nothing will come)."""
+    with session_scope(url) as session:
+        run = session.get(DagRun, run_pk)
+        assert run is not None
+        rows = session.execute(
+            select(TaskInstance.state, TaskInstance.next_retry_at).filter_by(
+                dag_id=run.dag_id, run_id=run.run_id
+            )
+        ).all()
+    retries = [row.next_retry_at for row in rows if row.state == TaskInstanceState.UP_FOR_RETRY]
+    if retries:
+        due = min(retry or utcnow() for retry in retries)
+        return str(run.state), min(max((due - utcnow()).total_seconds(), 0.05), 5.0)
+    # Queued or running elsewhere (a fleet's scheduler took some of this run), or scheduled
+    # but held back by a pool or max_active_tasks that other runs fill: wait for them.
+    if any(row.state in WAITING for row in rows):
+        return str(run.state), POLL_SECONDS
+    return str(run.state), None

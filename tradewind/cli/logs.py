@@ -1,0 +1,109 @@
+"""Finding and following the log file of one try (``tradewind tasks logs``).
+
+Logs are files on the host that ran the try (DESIGN.md §7): ``TRADEWIND_HOME/logs/<dag>/<run>/
+<task>/<map_index>/<try>.log``. Following reads what was appended since the last read, for as
+long as the store says that try is still queued or running.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+from sqlalchemy import select
+
+from state.db import session_scope
+from state.enums import ACTIVE
+from state.models import TaskInstance
+from tradewind.cli.common import fail
+from tradewind.cli.store import get_run
+from tradewind.cli.watch import POLL_SECONDS
+from tradewind.settings import Settings
+from worker.logs import log_path
+
+#: (dag_id, run_id, task_id, map_index)
+TIKey = tuple[str, str, str, int]
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    """One try's log file and the task instance it belongs to."""
+
+    path: Path
+    ti_id: int
+    try_number: int
+    key: TIKey
+
+    def describe(self) -> str:
+        dag_id, run_id, task_id, map_index = self.key
+        index = f"[{map_index}]" if map_index >= 0 else ""
+        return f"{dag_id}/{run_id}/{task_id}{index} try {self.try_number}"
+
+
+def resolve_log(settings: Settings, url: str, key: TIKey, try_number: int | None) -> LogTarget:
+    """The log of try ``try_number`` (default: the latest) of a task instance."""
+    dag_id, run_id, task_id, map_index = key
+    with session_scope(url) as session:
+        get_run(session, dag_id, run_id)
+        query = select(TaskInstance).filter_by(
+            dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index
+        )
+        ti = session.scalars(query).first()
+        if ti is None:
+            index = f" map index {map_index}" if map_index >= 0 else ""
+            fail(f"run {run_id!r} of DAG {dag_id!r} has no task {task_id!r}{index}")
+        latest, ti_id = ti.try_number, ti.id
+    if latest == 0:
+        fail(f"{dag_id}/{run_id}/{task_id} has not started a try yet")
+    chosen = try_number or latest
+    if chosen > latest:
+        fail(f"{dag_id}/{run_id}/{task_id} has had {latest} tries: there is no try {chosen}")
+    path = log_path(settings.logs_folder, dag_id, run_id, task_id, map_index, chosen)
+    return LogTarget(path, ti_id, chosen, key)
+
+
+def try_host(url: str, target: LogTarget) -> tuple[bool, str | None]:
+    """Whether the target try is still queued or running, and the host running it."""
+    with session_scope(url) as session:
+        ti = session.get(TaskInstance, target.ti_id)
+        if ti is None or ti.try_number != target.try_number:
+            return False, None
+        return ti.state in ACTIVE, ti.hostname
+
+
+def print_new(path: Path, offset: int) -> int:
+    """Print what was appended to ``path`` since ``offset``; returns the new offset."""
+    if not path.is_file():
+        return offset
+    with path.open("rb") as log_file:
+        log_file.seek(offset)
+        data = log_file.read()
+    sys.stdout.write(data.decode("utf-8", errors="replace"))
+    sys.stdout.flush()
+    return offset + len(data)
+
+
+def follow_log(url: str, target: LogTarget) -> None:
+    """Print the log, then what is appended to it, until the try ends (or Ctrl-C)."""
+    offset, noted = 0, False
+    try:
+        live, host = try_host(url, target)
+        while live:
+            offset = print_new(target.path, offset)
+            if not offset and not noted and host and host != socket.gethostname():
+                typer.echo(f"(the try runs on {host}: its log is there until it ends)", err=True)
+                noted = True
+            time.sleep(POLL_SECONDS)
+            live, host = try_host(url, target)
+        if offset:
+            # The supervisor writes its last line just after recording the end: wait for it.
+            time.sleep(POLL_SECONDS)
+        if not target.path.is_file():
+            fail(f"no log for {target.describe()} at {target.path}")
+        print_new(target.path, offset)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None

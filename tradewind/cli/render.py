@@ -1,0 +1,232 @@
+"""How the CLI shows things: consoles, state colours, tables of DAGs and task instances, and the
+live progress of a run.
+
+Commands read the store and hand rows here; nothing in this module queries anything, so every
+command (``runs show``, ``dags test``, ``dags trigger --wait``, ``standalone``) shows a run the
+same way. User text (ids, errors) is always passed as ``Text``, never as markup: an error
+message containing ``[brackets]`` must print as written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rich.console import Console, Group, RenderableType
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from state.enums import FINISHED
+from state.models import DagImportError, DagModel, TaskInstance, utcnow
+
+#: Width of piped output: wrapping paths and errors at rich's default 80 would break ``grep``.
+PIPED_WIDTH = 200
+
+STATE_STYLES = {
+    "success": "green",
+    "failed": "red",
+    "upstream_failed": "dark_orange",
+    "up_for_retry": "yellow",
+    "running": "cyan",
+    "queued": "blue",
+    "scheduled": "magenta",
+    "skipped": "bright_black",
+    "removed": "bright_black",
+    "none": "dim",
+}
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for one command's output (created per command: tests swap ``sys.stdout``)."""
+    console = Console(stderr=stderr, highlight=False, markup=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPED_WIDTH
+    return console
+
+
+def state_text(state: str | None) -> Text:
+    name = str(state or "none")
+    return Text(name, style=STATE_STYLES.get(name, ""))
+
+
+def seconds_text(seconds: float | None) -> str:
+    """``0.42s``, ``3m 05s``, ``2h 01m``; empty for no value."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.2f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    return f"{minutes // 60}h {minutes % 60:02d}m"
+
+
+# --- task instances (``runs show``, ``dags test``) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the task-instance view: its JSON key, table header and value.
+
+    ``value`` gives the JSON value of a row (``now`` is for durations of running tries);
+    ``text`` turns it into the table cell.
+    """
+
+    key: str
+    header: str
+    value: Callable[[TaskInstance, dt.datetime], Any]
+    text: Callable[[Any], str | Text] = lambda value: "" if value is None else str(value)
+    justify: Literal["left", "right"] = "left"
+
+
+def _duration(ti: TaskInstance, now: dt.datetime) -> float | None:
+    """The latest try's duration; a running try counts up to ``now``."""
+    if ti.start_date is None:
+        return None
+    end = ti.end_date or (now if ti.state == "running" else None)
+    return None if end is None else round((end - ti.start_date).total_seconds(), 3)
+
+
+def _map_index(map_index: int) -> str:
+    return "" if map_index < 0 else str(map_index)
+
+
+def _error_line(ti: TaskInstance, _now: dt.datetime) -> str | None:
+    lines = (ti.error or "").strip().splitlines()
+    return lines[0] if lines else None
+
+
+#: The columns of ``runs show`` (table and ``--json``) and of ``dags test``'s summary, in order.
+#: To show more (an iterable task's items done/failed), add a ``Column`` here: both outputs
+#: follow. Keep ``error`` last: it is the one cell that may be long.
+TASK_INSTANCE_COLUMNS: list[Column] = [
+    Column("task_id", "task", lambda ti, _: ti.task_id),
+    Column("map_index", "map", lambda ti, _: ti.map_index, text=_map_index, justify="right"),
+    Column("state", "state", lambda ti, _: str(ti.state), text=state_text),
+    Column("try_number", "try", lambda ti, _: ti.try_number, justify="right"),
+    Column("duration_seconds", "duration", _duration, text=seconds_text, justify="right"),
+    Column("error", "error", _error_line),
+]
+
+
+def task_instance_records(
+    tis: Iterable[TaskInstance], columns: Sequence[Column] = TASK_INSTANCE_COLUMNS
+) -> list[dict[str, Any]]:
+    """One JSON-ready mapping per task instance, keyed by the columns' keys."""
+    now = utcnow()
+    return [{column.key: column.value(ti, now) for column in columns} for ti in tis]
+
+
+def task_instances_table(
+    records: Sequence[dict[str, Any]], columns: Sequence[Column] = TASK_INSTANCE_COLUMNS
+) -> Table:
+    table = Table()
+    for column in columns:
+        table.add_column(column.header, justify=column.justify, overflow="fold")
+    for record in records:
+        table.add_row(*(_cell(column.text(record[column.key])) for column in columns))
+    return table
+
+
+def print_task_instances(console: Console, title: str, records: Sequence[dict[str, Any]]) -> None:
+    """A title line (not a table title: rich would wrap it to the table's width), the table."""
+    console.print(Text(title, style="bold"))
+    console.print(task_instances_table(records))
+
+
+def _cell(value: str | Text) -> Text:
+    return value if isinstance(value, Text) else Text(value)
+
+
+# --- DAGs (``dags list``) ------------------------------------------------------------------
+
+
+def dag_record(model: DagModel) -> dict[str, Any]:
+    structure = model.structure
+    return {
+        "dag_id": model.dag_id,
+        "fileloc": model.fileloc,
+        "tasks": len(structure.get("tasks", {})),
+        "is_paused": bool(model.is_paused),
+        "schedule": structure.get("schedule"),
+        "tags": structure.get("tags", []),
+    }
+
+
+def import_error_record(error: DagImportError) -> dict[str, Any]:
+    return {"fileloc": error.fileloc, "error": error.error}
+
+
+def dags_table(records: Sequence[dict[str, Any]]) -> Table:
+    table = Table(title="DAGs", title_justify="left")
+    for header in ("dag_id", "file", "tasks", "paused", "schedule"):
+        table.add_column(header, justify="right" if header == "tasks" else "left")
+    for dag in records:
+        table.add_row(
+            Text(dag["dag_id"]),
+            Text(dag["fileloc"]),
+            str(dag["tasks"]),
+            "yes" if dag["is_paused"] else "no",
+            Text(dag["schedule"] or "None"),
+        )
+    return table
+
+
+def import_errors_table(records: Sequence[dict[str, Any]]) -> Table:
+    table = Table(title="Import errors", title_justify="left", title_style="red")
+    table.add_column("file")
+    table.add_column("error", style="red", overflow="fold")
+    for error in records:
+        table.add_row(Text(error["fileloc"]), Text(error["error"]))
+    return table
+
+
+# --- the live progress of a run (``dags trigger --wait``, ``standalone --run``) ------------
+
+
+class RunProgress:
+    """What a watched run looks like now: a bar of finished/total, then a count per state.
+
+    Rendered afresh each time ``rich.live.Live`` refreshes; ``update`` feeds it the latest poll.
+    """
+
+    def __init__(self, dag_id: str, run_id: str) -> None:
+        self.dag_id, self.run_id = dag_id, run_id
+        self.label = f"{dag_id} {run_id}"
+        self.run_state = "queued"
+        self.states: Counter[str] = Counter()
+        self.started = time.monotonic()
+
+    def update(self, run_state: str, states: Iterable[str]) -> None:
+        self.run_state = run_state
+        self.states = Counter(str(state) for state in states)
+
+    def __rich__(self) -> RenderableType:
+        total = sum(self.states.values())
+        done = sum(n for state, n in self.states.items() if state in FINISHED)
+        bar = Table.grid(padding=(0, 1))
+        bar.add_row(
+            Text(self.label, style="bold"),
+            ProgressBar(total=max(total, 1), completed=done, width=40),
+            Text(f"{done}/{total}"),
+            Text(seconds_text(time.monotonic() - self.started)),
+            state_text(self.run_state),
+        )
+        return Group(bar, self.counts_text())
+
+    def counts_text(self) -> Text:
+        text = Text()
+        for state in STATE_STYLES:
+            if self.states.get(state):
+                text.append(f"{state} {self.states[state]}", style=STATE_STYLES[state])
+                text.append("  ")
+        if self.run_state == "queued" and time.monotonic() - self.started > 5:
+            text.append("(still queued: is a scheduler running?)", style="dim")
+        text.rstrip()
+        return text

@@ -1,0 +1,51 @@
+"""``tradewind runs``: what happened in a DAG run, task instance by task instance."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from state.db import session_scope
+from state.models import DagModel, DagRun
+from tradewind.cli.common import settings_or_exit
+from tradewind.cli.render import make_console, print_task_instances, task_instance_records
+from tradewind.cli.store import get_run, open_store, task_instances
+
+app = typer.Typer(help="Inspect DAG runs.", no_args_is_help=True)
+
+
+@app.command()
+def show(
+    dag_id: str,
+    run_id: str,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Every task instance of a run: state, try, duration of the latest try, first error line."""
+    settings = settings_or_exit()
+    url = open_store(settings)
+    with session_scope(url) as session:
+        run = get_run(session, dag_id, run_id)
+        dag_model = session.get(DagModel, dag_id)
+        order = dag_model.structure["tasks"] if dag_model else None
+        document = run_record(run)
+        document["task_instances"] = task_instance_records(task_instances(session, run, order))
+    if as_json:
+        typer.echo(json.dumps(document, indent=2))
+        return
+    title = f"{dag_id} {run_id}: {document['state']} ({document['run_type']})"
+    print_task_instances(make_console(), title, document["task_instances"])
+
+
+def run_record(run: DagRun) -> dict[str, Any]:
+    """The run's own fields, JSON-ready."""
+    return {
+        "dag_id": run.dag_id,
+        "run_id": run.run_id,
+        "state": str(run.state),
+        "run_type": run.run_type,
+        "conf": run.conf,
+        "start_date": run.start_date.isoformat() if run.start_date else None,
+        "end_date": run.end_date.isoformat() if run.end_date else None,
+    }

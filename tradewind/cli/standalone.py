@@ -1,0 +1,198 @@
+"""``tradewind standalone``: the whole fleet in one command, for a first run on a fresh machine.
+
+It migrates the store, starts a real Celery worker as a subprocess (the same ``celery -A worker
+worker`` as production, logging to ``TRADEWIND_HOME/worker.log``) and runs the scheduler loop
+in a thread of this process. With no settings that is SQLite and kombu's filesystem broker under
+``TRADEWIND_HOME`` (DESIGN.md §8). The worker runs in its own session, so a Ctrl-C reaches only
+this process, which then stops the worker itself: SIGTERM (Celery's warm shutdown, which lets
+running tasks finish), then SIGKILL to its process group after ``WORKER_STOP_SECONDS`` or at a
+second Ctrl-C. SIGTERM to this process counts as a Ctrl-C: every way out goes through that stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tradewind.cli.common import EXIT_BAD_INPUT, fail, parse_conf, settings_or_exit, setup_logging
+from tradewind.cli.dags import create_manual_run
+from tradewind.cli.outcome import print_outcome
+from tradewind.cli.render import make_console
+from tradewind.cli.store import display_url, migrate_store
+from tradewind.cli.watch import WatchAborted, watch_run
+from tradewind.settings import Settings
+
+WORKER_STOP_SECONDS = 10.0
+
+
+@dataclass
+class Fleet:
+    """The worker subprocess and the scheduler thread of one ``standalone``."""
+
+    worker: subprocess.Popen[bytes]
+    worker_log: Path
+    scheduler: threading.Thread
+    stop: threading.Event
+
+    def problem(self) -> str | None:
+        """Why the fleet cannot run anything any more, or None while it can."""
+        code = self.worker.poll()
+        if code is not None:
+            return f"the Celery worker exited with code {code}: see {self.worker_log}"
+        if not self.scheduler.is_alive():
+            return "the scheduler thread stopped: see the log lines above"
+        return None
+
+
+def worker_command(concurrency: int) -> list[str]:
+    return [
+        sys.executable, "-m", "celery", "-A", "worker", "worker",
+        "--pool", "prefork", "-c", str(concurrency), "--loglevel", "WARNING",
+    ]  # fmt: skip
+
+
+def start_worker(settings: Settings, concurrency: int, log_file: Path) -> subprocess.Popen[bytes]:
+    """Start ``celery -A worker worker`` with this process's settings, output to ``log_file``."""
+    # Absolute paths: the worker must find the same home and DAGs whatever its cwd resolves.
+    env = {
+        **os.environ,
+        "TRADEWIND_HOME": str(settings.resolved_home),
+        "TRADEWIND_DAGS_FOLDER": str(settings.resolved_dags_folder),
+    }
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("ab") as output:
+        return subprocess.Popen(
+            worker_command(concurrency),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop_worker(worker: subprocess.Popen[bytes], timeout_seconds: float) -> None:
+    """SIGTERM (warm shutdown), then SIGKILL to the worker's whole process group."""
+    if worker.poll() is not None:
+        return
+    worker.terminate()
+    try:
+        worker.wait(timeout=timeout_seconds)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        # A task still running after the grace period, or a second Ctrl-C: stop waiting.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+
+
+@contextlib.contextmanager
+def embedded_fleet(settings: Settings, concurrency: int) -> Iterator[Fleet]:
+    """A running worker and scheduler; both stopped on the way out, whatever the way."""
+    from scheduler import Scheduler  # brings Celery: only the commands that run DAGs import it
+
+    log_file = settings.resolved_home / "worker.log"
+    stop = threading.Event()
+    scheduler = threading.Thread(
+        target=Scheduler(settings).run_forever, args=(stop,), name="scheduler", daemon=True
+    )
+    worker = start_worker(settings, concurrency, log_file)
+    try:
+        scheduler.start()
+        yield Fleet(worker, log_file, scheduler, stop)
+    finally:
+        stop.set()
+        stop_worker(worker, WORKER_STOP_SECONDS)
+        if scheduler.is_alive():
+            scheduler.join(timeout=WORKER_STOP_SECONDS)
+
+
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    # SIGTERM takes the same way out as Ctrl-C, so the worker is stopped, never orphaned.
+    raise KeyboardInterrupt
+
+
+def standalone(
+    run: Annotated[
+        str | None, typer.Option("--run", help="Run this DAG once, print its result, exit 0/1.")
+    ] = None,
+    conf: Annotated[
+        str | None, typer.Option("--conf", help="The --run's conf, a JSON object.")
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Worker pool processes.")
+    ] = 2,
+) -> None:
+    """Scheduler + Celery worker + embedded defaults in one command, for a first run."""
+    parsed_conf = parse_conf(conf)
+    if conf is not None and run is None:
+        fail("--conf needs --run DAG_ID", EXIT_BAD_INPUT)
+    settings = settings_or_exit()
+    setup_logging(logging.WARNING)
+    # kombu warns "No hostname was supplied" on every publish to filesystem://: noise here.
+    logging.getLogger("kombu.connection").setLevel(logging.ERROR)
+    migrate_store(settings)
+    url = settings.sql_url
+    # Created before the fleet starts: an unknown DAG fails here, with nothing to stop.
+    run_id = create_manual_run(settings, url, run, parsed_conf) if run else None
+    console = make_console()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with embedded_fleet(settings, concurrency) as fleet:
+            describe(console, settings, fleet, concurrency)
+            code = run_once(url, run, run_id, fleet) if run and run_id else serve(fleet)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    raise typer.Exit(code)
+
+
+def describe(console: Console, settings: Settings, fleet: Fleet, concurrency: int) -> None:
+    broker = settings.broker
+    if broker == "filesystem://":
+        broker += f" ({settings.broker_folder})"
+    console.print(
+        f"standalone: store {display_url(settings.sql_url)}, broker {broker}, "
+        f"DAGs {settings.resolved_dags_folder}, worker -c {concurrency} "
+        f"(log: {fleet.worker_log})"
+    )
+
+
+def serve(fleet: Fleet) -> int:
+    """Run until Ctrl-C or SIGTERM (exit 0), or until the worker dies (exit 1)."""
+    typer.echo("serving: trigger runs with `tradewind dags trigger DAG_ID`; Ctrl-C to stop")
+    try:
+        while not fleet.stop.wait(0.5):
+            reason = fleet.problem()
+            if reason:
+                typer.echo(f"error: {reason}", err=True)
+                return 1
+    except KeyboardInterrupt:
+        typer.echo("stopping the worker and the scheduler")
+    return 0
+
+
+def run_once(url: str, dag_id: str, run_id: str, fleet: Fleet) -> int:
+    """Watch the run to its end, print its task instances and result; 0 on success."""
+    console = make_console()
+    try:
+        state = watch_run(url, dag_id, run_id, console, problem=fleet.problem)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: run {run_id} goes on with the next scheduler and worker")
+        return 130
+    except WatchAborted as error:
+        typer.echo(f"error: {error}", err=True)
+        return 1
+    print_outcome(console, url, dag_id, run_id)
+    return 0 if state == "success" else 1

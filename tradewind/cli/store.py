@@ -1,0 +1,115 @@
+"""The CLI's way into the SQL store: open it (migrating the embedded default), read runs.
+
+``open_store`` is the one place that decides whether a command may touch the database: an
+embedded SQLite store is brought to the newest schema on first use (a friendly first run), any
+other database must have been migrated with ``tradewind db migrate`` (a shared PostgreSQL is
+never altered as a side effect of, say, ``dags list``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from alembic.script import ScriptDirectory
+from sqlalchemy import make_url, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from state.db import session_scope
+from state.migrate import alembic_config, current_revision, upgrade
+from state.models import DagRun, TaskInstance, XCom
+from tradewind.cli.common import fail
+from tradewind.settings import Settings
+
+if TYPE_CHECKING:
+    from scheduler.dag_sync import SyncResult
+
+
+def display_url(url: str) -> str:
+    """``url`` with its password hidden, for messages."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def open_store(settings: Settings) -> str:
+    """The store's URL once it is at the newest schema; a one-line error otherwise."""
+    url = settings.sql_url
+    try:
+        at = current_revision(url)
+        if at == head_revision():
+            return url
+        if make_url(url).get_backend_name() == "sqlite":
+            upgrade(url)
+            return url
+    except SQLAlchemyError as error:
+        fail(f"cannot open the SQL store at {display_url(url)}: {first_line(str(error))}")
+    fail(
+        f"the SQL store at {display_url(url)} is at schema {at or 'none'}, not the newest "
+        f"({head_revision()}): run `tradewind db migrate`"
+    )
+
+
+def migrate_store(settings: Settings) -> tuple[str | None, str | None]:
+    """Upgrade the store to the newest schema; returns the revisions before and after."""
+    url = settings.sql_url
+    try:
+        before = current_revision(url)
+        upgrade(url)
+        return before, current_revision(url)
+    except SQLAlchemyError as error:
+        fail(f"cannot migrate the SQL store at {display_url(url)}: {first_line(str(error))}")
+
+
+def sync_folder(settings: Settings, url: str) -> SyncResult:
+    """Parse the DAGs folder and store what changed, as the scheduler does."""
+    # Imported here: the scheduler package brings Celery (a second of start-up) with it.
+    from scheduler.dag_sync import sync_dags
+
+    with session_scope(url) as session:
+        return sync_dags(session, settings.resolved_dags_folder)
+
+
+def first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def get_run(session: Session, dag_id: str, run_id: str) -> DagRun:
+    """The run, or a one-line error naming what is missing."""
+    run = session.scalars(select(DagRun).filter_by(dag_id=dag_id, run_id=run_id)).first()
+    if run is None:
+        fail(f"DAG {dag_id!r} has no run {run_id!r}")
+    return run
+
+
+def task_instances(
+    session: Session, run: DagRun, order: Mapping[str, Any] | None = None
+) -> list[TaskInstance]:
+    """The run's task instances in the DAG's order (topological), then by map index."""
+    rows = session.scalars(
+        select(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id)
+    ).all()
+    rank = {task_id: n for n, task_id in enumerate(order or {})}
+    return sorted(rows, key=lambda ti: (rank.get(ti.task_id, len(rank)), ti.task_id, ti.map_index))
+
+
+def leaf_task_ids(structure: Mapping[str, Any]) -> list[str]:
+    """Tasks nothing depends on: their results are the run's result."""
+    tasks: Mapping[str, Any] = structure["tasks"]
+    upstream = {up for spec in tasks.values() for up in spec["upstream"]}
+    return [task_id for task_id in tasks if task_id not in upstream]
+
+
+def return_values(session: Session, run: DagRun, task_id: str) -> list[Any]:
+    """The ``return_value`` XComs of one task of a run, by map index, decoded from JSON."""
+    query = (
+        select(XCom.value)
+        .filter_by(dag_id=run.dag_id, run_id=run.run_id, task_id=task_id, key="return_value")
+        .order_by(XCom.map_index)
+    )
+    return [json.loads(text) for text in session.scalars(query)]

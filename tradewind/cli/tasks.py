@@ -1,0 +1,83 @@
+"""``tradewind tasks``: clear task instances of a run, read the log of a try."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import typer
+
+from state.db import session_scope
+from state.models import DagModel
+from state.runs import UnknownDag, clear_task_instances
+from tradewind.cli.common import fail, settings_or_exit
+from tradewind.cli.logs import follow_log, resolve_log
+from tradewind.cli.store import get_run, open_store
+from tradewind.settings import SettingsError
+from worker.xcom import XComBackendError
+from worker.xcom.purge import xcom_purger
+
+app = typer.Typer(help="Clear task instances, read their logs.", no_args_is_help=True)
+
+
+@app.command()
+def clear(
+    dag_id: str,
+    run_id: str,
+    task_ids: Annotated[
+        list[str] | None,
+        typer.Option("--task-id", help="A task to clear (repeat the flag); default: all."),
+    ] = None,
+    keep_state: Annotated[
+        bool, typer.Option("--keep-state", help="Keep the tasks' state-store values.")
+    ] = False,
+) -> None:
+    """Reset task instances of a run so the scheduler runs them again (their XComs go)."""
+    settings = settings_or_exit()
+    url = open_store(settings)
+    try:  # with object storage, the cleared XComs' objects go too
+        purge = xcom_purger(settings)
+    except (SettingsError, LookupError) as error:
+        fail(str(error))
+    with session_scope(url) as session:
+        run = get_run(session, dag_id, run_id)
+        dag_model = session.get(DagModel, dag_id)
+        check_task_ids(dag_id, dag_model.structure["tasks"] if dag_model else {}, task_ids or [])
+        try:
+            count = clear_task_instances(session, run, task_ids or None, keep_state, purge)
+        except (UnknownDag, XComBackendError) as error:
+            fail(str(error))
+    noun = "task instance" if count == 1 else "task instances"
+    typer.echo(f"cleared {count} {noun} of {dag_id} run {run_id}")
+
+
+def check_task_ids(dag_id: str, known: Mapping[str, Any], task_ids: list[str]) -> None:
+    """A task id the DAG does not have is a typo: say so rather than clear nothing."""
+    unknown = [task_id for task_id in task_ids if task_id not in known]
+    if unknown:
+        fail(f"DAG {dag_id!r} has no task {unknown[0]!r}")
+
+
+@app.command()
+def logs(
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    try_number: Annotated[
+        int | None, typer.Option("--try", min=1, help="Default: the latest try.")
+    ] = None,
+    map_index: Annotated[int, typer.Option("--map-index", help="Of a mapped task.")] = -1,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing while the try runs.")
+    ] = False,
+) -> None:
+    """Print the captured log (stdout, stderr, supervisor lines) of one try of a task."""
+    settings = settings_or_exit()
+    url = open_store(settings)
+    target = resolve_log(settings, url, (dag_id, run_id, task_id, map_index), try_number)
+    if follow:
+        follow_log(url, target)
+        return
+    if not target.path.is_file():
+        fail(f"no log for {target.describe()} at {target.path}")
+    typer.echo(target.path.read_text(encoding="utf-8", errors="replace"), nl=False)

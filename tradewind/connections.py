@@ -1,0 +1,96 @@
+"""``Connection`` and ``Variable``: what a task (or an XCom backend) looks up by name.
+
+Inside a task both go through the supervisor, which reads the SQL store and masks the secret
+(the password; a Variable marked secret or named like one) in every later line of the try's log.
+Names follow Airflow's ``airflow.sdk``: ``Connection.get(conn_id)``, ``Variable.get(key)``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+
+from tradewind.context import get_current_context
+
+_MISSING: Any = object()
+#: Variable keys that hold secrets even when not marked so (Airflow masks the same names).
+SENSITIVE_WORDS = ("password", "secret", "passwd", "token", "api_key", "apikey", "private_key")
+
+
+def is_sensitive(key: str) -> bool:
+    return any(word in key.lower() for word in SENSITIVE_WORDS)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How to reach an external system; ``repr`` never shows the password."""
+
+    conn_id: str
+    conn_type: str = "generic"
+    host: str | None = None
+    login: str | None = None
+    password: str | None = field(default=None, repr=False)
+    schema: str | None = None
+    port: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def get(cls, conn_id: str) -> Connection:
+        """The connection ``conn_id``, from inside a running task."""
+        connection: Connection = _client().get_connection(conn_id)
+        return connection
+
+    @classmethod
+    def from_uri(cls, conn_id: str, uri: str) -> Connection:
+        """``type://login:password@host:port/schema?extra_key=value`` as a Connection."""
+        parts = urlsplit(uri)
+        if not parts.scheme:
+            raise ValueError(f"connection URI {uri!r} has no scheme (the connection type)")
+        return cls(
+            conn_id=conn_id,
+            conn_type=parts.scheme.replace("-", "_"),
+            host=unquote(parts.hostname) if parts.hostname else None,
+            login=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+            schema=unquote(parts.path.lstrip("/")) or None,
+            port=parts.port,
+            extra=dict(parse_qsl(parts.query)),
+        )
+
+    def get_uri(self) -> str:
+        """The connection as one URI (password included: never log it)."""
+        auth = ""
+        if self.login or self.password:
+            auth = quote(self.login or "", safe="")
+            auth += f":{quote(self.password, safe='')}" if self.password else ""
+            auth += "@"
+        port = f":{self.port}" if self.port is not None else ""
+        path = f"/{quote(self.schema, safe='')}" if self.schema else ""
+        query = f"?{urlencode(self.extra)}" if self.extra else ""
+        return f"{self.conn_type.replace('_', '-')}://{auth}{self.host or ''}{port}{path}{query}"
+
+
+class Variable:
+    """A named string value (JSON when asked), shared by every task."""
+
+    @staticmethod
+    def get(key: str, default: Any = _MISSING, deserialize_json: bool = False) -> Any:
+        """The value of ``key``; ``default`` if it is not set, or ``KeyError`` without one."""
+        value: str | None = _client().get_variable(key)
+        if value is None:
+            if default is _MISSING:
+                raise KeyError(f"variable {key!r} is not set")
+            return default
+        return json.loads(value) if deserialize_json else value
+
+
+def _client() -> Any:
+    try:
+        return get_current_context()["ti"].client
+    except RuntimeError:
+        raise RuntimeError(
+            "Connection.get() and Variable.get() work inside a running task: the supervisor "
+            "looks them up"
+        ) from None

@@ -1,0 +1,144 @@
+"""The object-storage backend (fsspec): large values in a bucket, a reference in the row.
+
+A value whose JSON is over ``TRADEWIND_XCOM_OBJECT_THRESHOLD_BYTES`` is written to
+``<TRADEWIND_OBJECT_STORAGE_URL>/<dag_id>/<run_id>/<task_id>/<map_index>/<key>`` and the row
+holds ``{"__tradewind_xcom_object__": "<that URL>", "bytes": <size>}``; smaller values stay in
+the row. Paths are deterministic, so a later try of the same task instance overwrites its own
+objects rather than leaving copies. A missing or unreadable object is an error naming its URL:
+the URL string is never handed to the task in place of the value.
+
+Credentials: ``TRADEWIND_OBJECT_STORAGE_CONN_ID`` names a Connection (looked up through the
+supervisor): for ``s3://``, its login and password are the access key and secret, and its extra
+may hold ``endpoint_url``, ``region_name`` and ``storage_options`` (passed to fsspec as given).
+Without one, the filesystem's own defaults apply (for S3, the ``AWS_*`` environment variables).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import fsspec
+
+from tradewind.settings import SettingsError
+from worker.xcom.base import Lookups, XComAddress, XComBackend, XComBackendError
+
+if TYPE_CHECKING:
+    from tradewind.connections import Connection
+    from tradewind.settings import Settings
+
+REFERENCE_KEY = "__tradewind_xcom_object__"
+# Characters kept as they are in a path segment; anything else (a "/" in a run id) is escaped.
+_SAFE = ":+@=,"
+_CONCURRENT_FETCHES = 8
+
+
+def is_reference(row: Any) -> bool:
+    return isinstance(row, dict) and isinstance(row.get(REFERENCE_KEY), str)
+
+
+class ObjectStorageXComBackend(XComBackend):
+    """Values over ``threshold_bytes`` go to ``url``; the rest stay in their rows."""
+
+    def __init__(
+        self, url: str, threshold_bytes: int, storage_options: dict[str, Any] | None = None
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.threshold_bytes = threshold_bytes
+        options = dict(storage_options or {})
+        if fsspec.utils.get_protocol(self.url) in ("file", "local"):
+            options.setdefault("auto_mkdir", True)
+        self.fs, _ = fsspec.core.url_to_fs(self.url, **options)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, lookups: Lookups) -> XComBackend:
+        if not settings.object_storage_url:
+            raise SettingsError(
+                "TRADEWIND_XCOM_BACKEND=object_storage needs TRADEWIND_OBJECT_STORAGE_URL "
+                "(an fsspec URL such as s3://bucket/prefix or file:///path)"
+            )
+        options: dict[str, Any] = {}
+        if settings.object_storage_conn_id:
+            connection = lookups.get_connection(settings.object_storage_conn_id)
+            options = storage_options(settings.object_storage_url, connection)
+        return cls(settings.object_storage_url, settings.xcom_object_threshold_bytes, options)
+
+    def object_url(self, where: XComAddress) -> str:
+        parts = (where.dag_id, where.run_id, where.task_id, str(where.map_index), where.key)
+        return "/".join([self.url, *(quote(part, safe=_SAFE) for part in parts)])
+
+    def store(self, where: XComAddress, value: Any) -> Any:
+        data = json.dumps(value, allow_nan=False, separators=(",", ":")).encode()
+        # A value that looks like a reference goes to storage too, so no row is ever ambiguous.
+        if len(data) <= self.threshold_bytes and not is_reference(value):
+            return value
+        url = self.object_url(where)
+        try:
+            self.fs.pipe_file(self._path(url), data)
+        except OSError as error:
+            raise XComBackendError(
+                f"could not store {where.describe()} ({len(data)} bytes) at {url}: {error}"
+            ) from None
+        return {REFERENCE_KEY: url, "bytes": len(data)}
+
+    def load(self, where: XComAddress, row: Any) -> Any:
+        if not is_reference(row):
+            return row
+        return self._decode(where, row[REFERENCE_KEY], self._fetch(where, row[REFERENCE_KEY]))
+
+    def load_many(self, rows: Sequence[tuple[XComAddress, Any]]) -> list[Any]:
+        # Objects are fetched concurrently (latency adds up otherwise); results keep row order.
+        with ThreadPoolExecutor(_CONCURRENT_FETCHES) as pool:
+            return list(pool.map(lambda pair: self.load(*pair), rows))
+
+    def purge(self, where: XComAddress, row: Any) -> None:
+        if not is_reference(row):
+            return
+        try:
+            self.fs.rm_file(self._path(row[REFERENCE_KEY]))
+        except FileNotFoundError:
+            return  # purged before (a clear, then the retry of the same try)
+        except OSError as error:
+            raise XComBackendError(
+                f"could not purge {where.describe()} at {row[REFERENCE_KEY]}: {error}"
+            ) from None
+
+    def _path(self, url: str) -> str:
+        return str(self.fs._strip_protocol(url))
+
+    def _fetch(self, where: XComAddress, url: str) -> bytes:
+        try:
+            return bytes(self.fs.cat_file(self._path(url)))
+        except FileNotFoundError:
+            raise XComBackendError(f"the object of {where.describe()} is missing: {url}") from None
+        except OSError as error:
+            raise XComBackendError(
+                f"could not read the object of {where.describe()} at {url}: {error}"
+            ) from None
+
+    def _decode(self, where: XComAddress, url: str, data: bytes) -> Any:
+        try:
+            return json.loads(data)
+        except ValueError as error:
+            raise XComBackendError(
+                f"the object of {where.describe()} at {url} is not JSON: {error}"
+            ) from None
+
+
+def storage_options(url: str, connection: Connection) -> dict[str, Any]:
+    """fsspec options from a Connection: S3 credentials and endpoint, plus ``storage_options``."""
+    extra = dict(connection.extra or {})
+    options: dict[str, Any] = dict(extra.pop("storage_options", {}) or {})
+    if fsspec.utils.get_protocol(url) in ("s3", "s3a"):
+        if connection.login:
+            options["key"] = connection.login
+        if connection.password:
+            options["secret"] = connection.password
+        if extra.get("endpoint_url"):
+            options["endpoint_url"] = extra["endpoint_url"]
+        if extra.get("region_name"):
+            options.setdefault("client_kwargs", {})["region_name"] = extra["region_name"]
+    return options

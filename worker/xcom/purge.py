@@ -1,0 +1,66 @@
+"""Purging what cleared XComs refer to, outside any task: for ``tradewind tasks clear``.
+
+A clear deletes XCom rows; with a backend that keeps values elsewhere, their objects must go
+too, or they pile up unseen. The purger runs in the clearing process (the CLI), with
+Connections read straight from the SQL store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from state.connections import get_connection, get_variable
+from state.db import session_scope
+from state.models import XCom
+from tradewind.connections import Connection
+from tradewind.settings import Settings
+from worker.xcom.base import XComAddress
+from worker.xcom.configured import backend_class, runs_in_helper
+
+
+class StoreLookups:
+    """Connections and Variables read from the SQL store (for code that runs outside a task)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def get_connection(self, conn_id: str) -> Connection:
+        with session_scope(self.url) as session:
+            row = get_connection(session, conn_id)
+            if row is None:
+                raise LookupError(f"connection {conn_id!r} is not defined")
+            return Connection(
+                row.conn_id,
+                row.conn_type,
+                row.host,
+                row.login,
+                row.password,
+                row.schema,
+                row.port,
+                dict(row.extra or {}),
+            )
+
+    def get_variable(self, key: str) -> str | None:
+        with session_scope(self.url) as session:
+            row = get_variable(session, key)
+            return None if row is None else row.value
+
+
+def xcom_purger(settings: Settings) -> Callable[[Sequence[XCom]], None] | None:
+    """What ``clear_task_instances(purge_xcoms=...)`` needs; None for the SQL backend.
+
+    Build it before opening the clear's session: it may read a Connection, and SQLite lets one
+    writer in at a time.
+    """
+    cls = backend_class(settings.xcom_backend)
+    if not runs_in_helper(cls):
+        return None
+    backend = cls.from_settings(settings, StoreLookups(settings.sql_url))
+
+    def purge(rows: Sequence[XCom]) -> None:
+        for row in rows:
+            where = XComAddress(row.dag_id, row.run_id, row.task_id, row.map_index, row.key)
+            backend.purge(where, json.loads(row.value))
+
+    return purge

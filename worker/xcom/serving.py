@@ -1,0 +1,277 @@
+"""How the supervisor serves one try's XComs: pushes, pulls, a runtime task's arguments, and
+the purge of what an earlier try left.
+
+Every backend call goes through ``TryXComs.calls``: for a Python task, or with the SQL backend,
+an in-process SQL backend that passes rows through as given (a Python task runs the configured
+backend itself and sends rows); for a runtime task with another backend, the helper process.
+Handlers whose call goes to the helper return ``None`` and reply later, through
+``ctx.reply_later``, once the call's callback runs; the loop goes on meanwhile.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from state.db import session_scope
+from state.models import XCom
+from state.transitions import TryFenced, assert_fence
+from state.values import TIKey, database_max_value_bytes, read_xcom, read_xcoms, write_xcom
+from tradewind.context import CONTEXT_KEYS
+from tradewind.xcom_arg import XComArg
+from worker import protocol as p
+from worker.helper_process import XComHelperProcess
+from worker.xcom.base import XComAddress, XComBackendError
+from worker.xcom.calls import BackendCalls, InProcessCalls, item, result_value
+from worker.xcom.configured import backend_class, runs_in_helper
+from worker.xcom.sql import SqlXComBackend
+
+if TYPE_CHECKING:
+    from tradewind.settings import Settings
+    from worker.requests import TryContext
+
+
+@dataclass
+class TryXComs:
+    """What one try's XCom handlers need: where calls go, and what to do at the handshake."""
+
+    calls: BackendCalls = field(default_factory=lambda: InProcessCalls(SqlXComBackend()))
+    helper: XComHelperProcess | None = None
+    # Where the handshake's purges go, if not to ``calls``: a Python task's rows pass through the
+    # supervisor as given, but what an earlier try stored must be purged by the real backend.
+    purges: BackendCalls | None = None
+    # Rows an earlier try of this task instance left, as (key, row): purged before this try runs.
+    stale: list[tuple[str, Any]] = field(default_factory=list)
+    # A runtime task's arguments by parameter name, XComArgs still inside.
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+def _address(
+    ti: TIKey, key: str, task_id: str | None = None, map_index: int | None = None
+) -> XComAddress:
+    return XComAddress(
+        ti.dag_id,
+        ti.run_id,
+        task_id or ti.task_id,
+        ti.map_index if map_index is None else map_index,
+        key,
+    )
+
+
+# --- the handshake ---------------------------------------------------------------------------
+
+
+def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
+    """Purge the stale XComs, resolve a runtime task's arguments, then send ``TaskDetails``.
+
+    The task waits for this reply before it does anything, so nothing it pushes can race the
+    purge of an object at the same (deterministic) path.
+    """
+    xcoms: TryXComs = ctx.xcoms
+    refs = list(dict.fromkeys(_argument_refs(xcoms.arguments)))
+    if not xcoms.stale and not refs:
+        return ctx.details.model_copy(update={"arguments": xcoms.arguments})
+    failures: list[str] = []
+    # One queue, in order: the load below is answered only after every purge is.
+    calls = xcoms.purges or xcoms.calls
+    for key, row in xcoms.stale:
+        call = p.XComBackendCall(hook="purge", items=[item(_address(ctx.ti, key), row)])
+        calls.call(call, _purged(ctx, key, failures))
+    with session_scope(ctx.url) as session:
+        found = {ref: _stored_items(session, ctx.ti, *ref) for ref in refs}
+    items = [one for many, _ in found.values() for one in many]
+
+    def loaded(result: p.XComBackendResult) -> None:
+        ctx.reply_later(request, lambda: _details(ctx, failures, found, result))
+
+    calls.call(p.XComBackendCall(hook="load_many", items=items), loaded)
+    return None
+
+
+def _purged(
+    ctx: TryContext, key: str, failures: list[str]
+) -> Callable[[p.XComBackendResult], None]:
+    def finish(result: p.XComBackendResult) -> None:
+        if result.error is not None:
+            failures.append(result.error)
+            return  # the row stays, so the next try purges it again
+        try:
+            with session_scope(ctx.url) as session:
+                assert_fence(session, ctx.fence)
+                session.execute(delete(XCom).where(*_row_of(ctx.ti), XCom.key == key))
+        except TryFenced as error:
+            ctx.lost = True
+            failures.append(str(error))
+            return
+        except SQLAlchemyError as error:
+            failures.append(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+            return
+        ctx.log.line("supervisor", f"purged XCom {key!r} left by an earlier try")
+
+    return finish
+
+
+def _details(
+    ctx: TryContext,
+    failures: list[str],
+    found: dict[tuple[str, str], tuple[list[p.XComItem], bool]],
+    result: p.XComBackendResult,
+) -> p._Message:
+    if failures:
+        raise XComBackendError(f"could not purge an XCom an earlier try left: {failures[0]}")
+    values = iter(result_value(result) or [])
+    resolved: dict[tuple[str, str], Any] = {}
+    for ref, (items, mapped) in found.items():
+        taken = [next(values) for _ in items]
+        resolved[ref] = taken if mapped else (taken[0] if taken else None)
+    arguments = _substitute(ctx.xcoms.arguments, resolved)
+    return ctx.details.model_copy(update={"arguments": arguments})
+
+
+def argument_template(task: Any) -> dict[str, Any]:
+    """A runtime task's arguments by parameter name (defaults included), XComArgs inside."""
+    function = task.python_callable
+    if function is None:
+        return dict(task.kwargs)
+    bound = inspect.signature(function).bind_partial(*task.args, **task.kwargs)
+    given = set(bound.arguments)
+    bound.apply_defaults()
+    return {
+        name: value
+        for name, value in bound.arguments.items()
+        if name in given or name not in CONTEXT_KEYS
+    }
+
+
+def _argument_refs(value: Any) -> list[tuple[str, str]]:
+    if isinstance(value, XComArg):
+        return [(value.task.task_id, value.key)]
+    if isinstance(value, list | tuple):
+        return [ref for one in value for ref in _argument_refs(one)]
+    if isinstance(value, dict):
+        return [ref for one in value.values() for ref in _argument_refs(one)]
+    return []
+
+
+def _substitute(value: Any, resolved: dict[tuple[str, str], Any]) -> Any:
+    if isinstance(value, XComArg):
+        return resolved[(value.task.task_id, value.key)]
+    if isinstance(value, list | tuple):
+        return [_substitute(one, resolved) for one in value]
+    if isinstance(value, dict):
+        return {name: _substitute(one, resolved) for name, one in value.items()}
+    return value
+
+
+# --- pulls and pushes ------------------------------------------------------------------------
+
+
+def _row_of(ti: TIKey) -> tuple[Any, ...]:
+    return (
+        XCom.dag_id == ti.dag_id,
+        XCom.run_id == ti.run_id,
+        XCom.task_id == ti.task_id,
+        XCom.map_index == ti.map_index,
+    )
+
+
+def _stored_items(
+    session: Any, ti: TIKey, task_id: str, key: str, map_index: int | None = None
+) -> tuple[list[p.XComItem], bool]:
+    """The stored rows of one XCom as call items, and whether they are a mapped task's list."""
+    if map_index is not None:
+        text = read_xcom(session, TIKey(ti.dag_id, ti.run_id, task_id, map_index), key)
+        rows = [] if text is None else [(map_index, text)]
+        mapped = False
+    else:
+        rows = read_xcoms(session, ti.dag_id, ti.run_id, task_id, key)
+        mapped = len(rows) > 1 or bool(rows and rows[0][0] >= 0)
+    items = [item(_address(ti, key, task_id, index), json.loads(text)) for index, text in rows]
+    return items, mapped
+
+
+def get_xcom(ctx: TryContext, request: p.GetXCom) -> p._Message | None:
+    with session_scope(ctx.url) as session:
+        items, mapped = _stored_items(
+            session, ctx.ti, request.task_id, request.key, request.map_index
+        )
+    if not items:
+        return p.XComResult(found=False)
+    indexes = [one.map_index for one in items] if mapped else None
+
+    def loaded(result: p.XComBackendResult) -> None:
+        ctx.reply_later(request, lambda: _xcom_result(result, indexes))
+
+    ctx.xcoms.calls.call(p.XComBackendCall(hook="load_many", items=items), loaded)
+    return None
+
+
+def _xcom_result(result: p.XComBackendResult, indexes: list[int] | None) -> p._Message:
+    values = result_value(result)
+    if indexes is None:
+        return p.XComResult(found=True, value=values[0])
+    return p.XComResult(found=True, value=values, map_indexes=indexes)
+
+
+def set_xcom(ctx: TryContext, request: p.SetXCom) -> p._Message | None:
+    where = _address(ctx.ti, request.key)
+
+    def stored(result: p.XComBackendResult) -> None:
+        ctx.reply_later(request, lambda: _write_row(ctx, where, result_value(result)))
+
+    ctx.xcoms.calls.call(
+        p.XComBackendCall(hook="store", items=[item(where, request.value)]), stored
+    )
+    return None
+
+
+def _write_row(ctx: TryContext, where: XComAddress, row: Any) -> p._Message:
+    text = json.dumps(row, allow_nan=False, separators=(",", ":"))
+    size, limit = len(text.encode()), database_max_value_bytes(ctx.url)
+    if size > limit:
+        # Fail the push: keeping it elsewhere (or truncated) would hide where the value went.
+        raise XComBackendError(
+            f"{where.describe()} is {size} bytes, over the {limit} bytes the database accepts: "
+            "configure TRADEWIND_XCOM_BACKEND=object_storage for values this large"
+        )
+    with session_scope(ctx.url) as session:
+        write_xcom(session, ctx.fence, ctx.ti, where.key, text)
+    return p.OKResponse()
+
+
+def stale_rows(url: str, ti: TIKey) -> list[tuple[str, Any]]:
+    """The XCom rows of ``ti`` that exist before its try runs: left by an earlier try."""
+    with session_scope(url) as session:
+        rows = session.execute(select(XCom.key, XCom.value).where(*_row_of(ti)).order_by(XCom.key))
+        return [(row.key, json.loads(row.value)) for row in rows]
+
+
+def prepare_xcoms(
+    ctx: TryContext,
+    task: Any,
+    settings: Settings,
+    answer: Callable[[p._Message], p._Message | None],
+) -> TryXComs:
+    """How this try's XComs will be served; starts the helper process when one is needed.
+
+    ``answer`` replies to the helper's own requests (look-ups, secrets) as to the task's. Raises
+    ``SettingsError`` when ``TRADEWIND_XCOM_BACKEND`` names no usable backend.
+    """
+    runs_elsewhere = runs_in_helper(backend_class(settings.xcom_backend))
+    runtime = task.options.command is not None
+    # A first try has nothing left behind (a clear deletes XComs): skip the query.
+    stale = stale_rows(ctx.url, ctx.ti) if ctx.fence.try_number > 1 else []
+    xcoms = TryXComs(stale=stale, arguments=argument_template(task) if runtime else {})
+    if runs_elsewhere and (runtime or xcoms.stale):
+        xcoms.helper = XComHelperProcess.start(answer, ctx.log)
+        if runtime:
+            xcoms.calls = xcoms.helper
+        else:
+            xcoms.purges = xcoms.helper
+    return xcoms
