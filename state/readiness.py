@@ -35,6 +35,8 @@ class Decisions:
 
 def decide(rule: str, upstream: Counter[TaskInstanceState], total: int) -> TaskInstanceState | None:
     """Where a ``none`` task instance goes given its upstream states; None: keep waiting."""
+    if total == 0:
+        return TI.SCHEDULED  # no upstream (or only removed ones): nothing to wait for, any rule
     done = sum(upstream[state] for state in FINISHED)
     failed = sum(upstream[state] for state in _FAILED)
     skipped = upstream[TI.SKIPPED]
@@ -67,23 +69,46 @@ class TIRow:
 
 
 def evaluate(structure: Mapping[str, Any], rows: list[TIRow]) -> Decisions:
-    """Decide every ``none`` task instance of one run, from one read of its rows."""
-    states_by_task: dict[str, list[TaskInstanceState]] = {}
-    for row in rows:
-        states_by_task.setdefault(row.task_id, []).append(TI(row.state))
+    """Decide every ``none`` task instance of one run, from one read of its rows.
+
+    A decision that finishes a task instance (upstream_failed, skipped) can decide its own
+    downstream in turn: this repeats in memory until nothing changes, so a failure reaches the end
+    of a long chain in one pass instead of one scheduler loop per level.
+    """
     tasks: Mapping[str, Any] = structure["tasks"]
-    decisions = Decisions()
+    state_of = {row.id: TI(row.state) for row in rows}
+    rows_of_task: dict[str, list[int]] = {}
     for row in rows:
-        if row.state != TI.NONE or row.task_id not in tasks:
-            continue
-        upstream: Counter[TaskInstanceState] = Counter()
-        for upstream_id in tasks[row.task_id]["upstream"]:
-            # A removed upstream (gone from the DAG) neither blocks nor fails its downstream.
-            upstream.update(s for s in states_by_task.get(upstream_id, []) if s != TI.REMOVED)
-        target = decide(tasks[row.task_id]["trigger_rule"], upstream, sum(upstream.values()))
-        if target is not None:
+        rows_of_task.setdefault(row.task_id, []).append(row.id)
+    decisions = Decisions()
+    pending = [row for row in rows if row.state == TI.NONE and row.task_id in tasks]
+    while pending:
+        undecided, cascaded = [], False
+        for row in pending:
+            target = _decide_row(tasks[row.task_id], rows_of_task, state_of)
+            if target is None:
+                undecided.append(row)
+                continue
             decisions.target(target).append(row.id)
+            state_of[row.id] = target
+            cascaded = cascaded or target in FINISHED
+        if not cascaded:
+            break
+        pending = undecided
     return decisions
+
+
+def _decide_row(
+    spec: Mapping[str, Any],
+    rows_of_task: Mapping[str, list[int]],
+    state_of: Mapping[int, TaskInstanceState],
+) -> TaskInstanceState | None:
+    upstream: Counter[TaskInstanceState] = Counter()
+    for upstream_id in spec["upstream"]:
+        # A removed upstream (gone from the DAG) neither blocks nor fails its downstream.
+        states = (state_of[ti_id] for ti_id in rows_of_task.get(upstream_id, []))
+        upstream.update(state for state in states if state != TI.REMOVED)
+    return decide(spec["trigger_rule"], upstream, sum(upstream.values()))
 
 
 def run_outcome(states: list[TaskInstanceState]) -> str | None:

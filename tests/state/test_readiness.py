@@ -236,3 +236,45 @@ def test_run_outcome_is_decided_only_when_every_counted_task_instance_finished(
     counted = [state for state in states if state != TI.REMOVED]
     assert (outcome is None) == any(state not in FINISHED for state in counted)
     assert run_outcome([*states, TI.REMOVED]) == outcome
+
+
+def _chain_structure(length: int, rule: str = "all_success") -> dict[str, object]:
+    tasks = {
+        f"t{i}": {"upstream": [f"t{i - 1}"] if i else [], "trigger_rule": rule}
+        for i in range(length)
+    }
+    return {"tasks": tasks}
+
+
+def test_a_failure_reaches_the_end_of_a_chain_in_one_pass() -> None:
+    rows = [TIRow(1, "t0", TaskInstanceState.FAILED)] + [
+        TIRow(i + 1, f"t{i}", TaskInstanceState.NONE) for i in range(1, 6)
+    ]
+
+    decisions = evaluate(_chain_structure(6), rows)
+
+    assert sorted(decisions.upstream_failed) == [2, 3, 4, 5, 6]
+    assert decisions.schedule == []
+
+
+def test_a_skip_cascades_but_scheduling_does_not() -> None:
+    rows = [
+        TIRow(1, "t0", TaskInstanceState.SKIPPED),
+        TIRow(2, "t1", TaskInstanceState.NONE),
+        TIRow(3, "t2", TaskInstanceState.NONE),
+    ]
+    assert sorted(evaluate(_chain_structure(3), rows).skip) == [2, 3]
+
+    rows = [
+        TIRow(1, "t0", TaskInstanceState.SUCCESS),
+        TIRow(2, "t1", TaskInstanceState.NONE),
+        TIRow(3, "t2", TaskInstanceState.NONE),
+    ]
+    decisions = evaluate(_chain_structure(3), rows)
+    assert decisions.schedule == [2]  # t2 waits for t1 to run, not merely to be scheduled
+
+
+@pytest.mark.parametrize("rule", ["all_success", "all_done", "one_failed", "none_failed"])
+def test_a_task_without_upstream_runs_whatever_its_rule(rule: str) -> None:
+    rows = [TIRow(1, "t0", TaskInstanceState.NONE)]
+    assert evaluate(_chain_structure(1, rule), rows).schedule == [1]
