@@ -67,7 +67,8 @@ class Settings(BaseSettings):
     @property
     def broker(self) -> str:
         """The broker: the configured URL, or kombu's filesystem transport (see broker_config)."""
-        return self.broker_url or "filesystem://"
+        # A hostname, though kombu ignores it, keeps kombu from warning on every connection.
+        return self.broker_url or "filesystem://localhost/"
 
     @property
     def broker_folder(self) -> Path:

@@ -33,7 +33,7 @@ def test_defaults(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert settings.database_url is None
     assert settings.sql_url == f"sqlite:///{home / 'tradewind.db'}"
     assert settings.broker_url is None
-    assert settings.broker == "filesystem://"
+    assert settings.broker == "filesystem://localhost/"
     assert settings.broker_folder == home / "broker"
     assert settings.logs_folder == home / "logs"
     assert settings.xcom_backend == "sql"

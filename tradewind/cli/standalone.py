@@ -141,8 +141,6 @@ def standalone(
         fail("--conf needs --run DAG_ID", EXIT_BAD_INPUT)
     settings = settings_or_exit()
     setup_logging(logging.WARNING)
-    # kombu warns "No hostname was supplied" on every publish to filesystem://: noise here.
-    logging.getLogger("kombu.connection").setLevel(logging.ERROR)
     migrate_store(settings)
     url = settings.sql_url
     # Created before the fleet starts: an unknown DAG fails here, with nothing to stop.
@@ -160,7 +158,7 @@ def standalone(
 
 def describe(console: Console, settings: Settings, fleet: Fleet, concurrency: int) -> None:
     broker = settings.broker
-    if broker == "filesystem://":
+    if broker.startswith("filesystem://"):
         broker += f" ({settings.broker_folder})"
     console.print(
         f"standalone: store {display_url(settings.sql_url)}, broker {broker}, "
