@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from tradewind.cli import dags, db, pools, runs, standalone, tasks
+from tradewind.cli import connections, dags, db, pools, runs, standalone, tasks, variables
 from tradewind.cli.common import settings_or_exit, setup_logging
 
 try:  # typer >= 0.22 raises the usage errors of its own copy of click
@@ -28,6 +28,8 @@ app.add_typer(dags.app, name="dags")
 app.add_typer(runs.app, name="runs")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(pools.app, name="pools")
+app.add_typer(connections.app, name="connections")
+app.add_typer(variables.app, name="variables")
 app.command()(standalone.standalone)
 
 

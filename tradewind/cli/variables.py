@@ -1,0 +1,88 @@
+"""``tradewind variables set/get/list/delete``: named values every task can read.
+
+Register on the top-level app: ``app.add_typer(variables.app, name="variables")``. A variable set
+with ``--secret``, or named like a secret (``password``, ``token``...), is masked in task logs
+and never printed here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from state.connections import delete_variable, get_variable, list_variables, set_variable
+from state.db import session_scope
+from tradewind.cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
+from tradewind.cli.store import open_store
+from tradewind.connections import is_sensitive
+from worker.logs import MASK
+
+app = typer.Typer(help="Set, get, list and delete variables.", no_args_is_help=True)
+
+Key = Annotated[str, typer.Argument(help="The variable's key.")]
+
+
+@app.command("set")
+def set_value(
+    key: Key,
+    value: Annotated[str, typer.Argument(help="The value (a string; JSON if you use --json).")],
+    secret: Annotated[
+        bool, typer.Option("--secret", help="Mask it in logs; never print it.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Check that the value is JSON.")] = False,
+) -> None:
+    """Create or replace a variable (tasks read it with ``Variable.get(key)``)."""
+    if as_json:
+        try:
+            json.loads(value)
+        except json.JSONDecodeError as error:
+            fail(f"the value is not valid JSON: {error}", EXIT_BAD_INPUT)
+    url = open_store(settings_or_exit())
+    with session_scope(url) as session:
+        set_variable(session, key, value, secret)
+    kind = "secret variable" if secret or is_sensitive(key) else "variable"
+    typer.echo(f"{kind} {key} set")
+
+
+@app.command("get")
+def get(key: Key) -> None:
+    """Print a variable's value (a secret one is not printed)."""
+    url = open_store(settings_or_exit())
+    with session_scope(url) as session:
+        row = get_variable(session, key)
+        if row is None:
+            fail(f"no variable {key!r}")
+        value, secret = row.value, row.is_secret or is_sensitive(key)
+    if secret:
+        fail(f"variable {key!r} is secret: its value is never printed (tasks read it)")
+    typer.echo(value)
+
+
+@app.command("list")
+def list_all(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
+) -> None:
+    """Every variable; secret values show as ``***``."""
+    url = open_store(settings_or_exit())
+    with session_scope(url) as session:
+        records = [
+            {"key": row.key, "value": MASK if row.is_secret or is_sensitive(row.key) else row.value}
+            for row in list_variables(session)
+        ]
+    if as_json:
+        typer.echo(json.dumps(records, indent=2))
+        return
+    for record in records:
+        typer.echo(f"{record['key']}={record['value']}")
+
+
+@app.command("delete")
+def delete(key: Key) -> None:
+    """Delete a variable."""
+    url = open_store(settings_or_exit())
+    with session_scope(url) as session:
+        if not delete_variable(session, key):
+            fail(f"no variable {key!r}")
+    typer.echo(f"variable {key} deleted")
