@@ -5,6 +5,7 @@ What DAG authors import; the names follow Airflow 3's TaskFlow API (``airflow.sd
 
 from __future__ import annotations
 
+from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
 from tradewind.dag import DAG, dag
 from tradewind.exceptions import (
@@ -23,11 +24,14 @@ __all__ = [
     "NEVER_EXPIRE",
     "AirflowFailException",
     "AirflowSkipException",
+    "Connection",
     "DagDefinitionError",
     "FailTask",
     "SkipTask",
     "TriggerRule",
+    "Variable",
     "dag",
     "get_current_context",
+    "mask_secret",
     "task",
 ]

@@ -86,6 +86,11 @@ class Variable:
         return json.loads(value) if deserialize_json else value
 
 
+def mask_secret(value: str) -> None:
+    """Have the supervisor mask ``value`` in every later line of this try's log."""
+    _client().mask_secret(value)
+
+
 def _client() -> Any:
     try:
         return get_current_context()["ti"].client

@@ -18,9 +18,10 @@ far grows quadratically. See docs/iterable-tasks.md.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -108,7 +109,7 @@ class CheckpointBatch:
 class PendingCheckpoints:
     """Outcomes recorded but not written yet, in the order the items finished.
 
-    Not locked on its own: ``Checkpoints`` holds one lock around it and the write.
+    Not locked on its own: ``Checkpoints`` holds its one lock around every use.
     """
 
     def __init__(self, round_size: int) -> None:
@@ -126,6 +127,12 @@ class PendingCheckpoints:
         return len(self._outcomes) >= self._due_at
 
     def take(self) -> list[IndexedTaskOutcome]:
+        """The round that is due: ``round_size`` outcomes, or more after a failed write."""
+        taken, self._outcomes = self._outcomes[: self._due_at], self._outcomes[self._due_at :]
+        self._due_at = self.round_size
+        return taken
+
+    def take_all(self) -> list[IndexedTaskOutcome]:
         taken, self._outcomes = self._outcomes, []
         self._due_at = self.round_size
         return taken
@@ -208,14 +215,19 @@ class CheckpointBatches:
 
 
 class Checkpoints:
-    """An iterable task instance's checkpoints, behind ``read`` and ``record``."""
+    """An iterable task instance's checkpoints, behind ``read`` and ``record``.
+
+    One lock guards the pending outcomes and whose turn it is to write. The thread whose outcome
+    completes a round takes it and writes it with the lock released, so the other items go on
+    finishing (and recording) during the write; one write is in flight at a time, rounds are
+    numbered in order, and an outcome is taken by exactly one write.
+    """
 
     def __init__(self, store: CheckpointStore, generation: int, round_size: int) -> None:
         self._store = store
         self._generation = generation
-        # One lock: a round is taken and written by one thread, and no outcome is lost or
-        # written twice when several items end at the same moment.
-        self._lock = threading.Lock()
+        self._lock = threading.Condition(threading.Lock())
+        self._writing = False
         self._pending = PendingCheckpoints(round_size)
         self._batches = CheckpointBatches(store, generation, 0)
 
@@ -232,21 +244,27 @@ class Checkpoints:
         return earlier
 
     def record(self, outcome: IndexedTaskOutcome) -> None:
-        """Keep ``outcome``; when a round is full, write it (and any round that failed before)."""
+        """Keep ``outcome``; when a round is full and nobody is writing, write it."""
         with self._lock:
             self._pending.add(outcome)
-            if self._pending.round_due():
-                self._write_pending()
+            if self._writing or not self._pending.round_due():
+                return
+            self._writing = True
+        try:
+            while (outcomes := self._take_round_or_release()) is not None:
+                self._write(outcomes)
+        except BaseException:
+            self._release()
+            raise
 
     def finish(self, summary: dict[str, Any]) -> bool:
         """The rest, then the completion marker: the marker only follows what it covers."""
-        with self._lock:
-            if self._pending:
-                self._write_pending()
-            if self._pending:
+        with self._turn():
+            outcomes = self._take_all()
+            if outcomes is not None and not self._write(outcomes):
                 log.warning(
                     "%d outcomes could not be written: those items run again on a retry",
-                    len(self._pending),
+                    len(outcomes),
                 )
                 return False
             self._batches.write_marker(summary)
@@ -254,26 +272,55 @@ class Checkpoints:
 
     def write_rest(self) -> None:
         """What is pending, without a marker: the try is being stopped before its end."""
-        with self._lock:
-            if self._pending:
-                self._write_pending()
+        with self._turn():
+            outcomes = self._take_all()
+            if outcomes is not None:
+                self._write(outcomes)
 
     def clear(self) -> None:
         """After a success: the batches go; the marker and the user's own keys stay."""
         self._store.clear_batches()
 
-    @property
-    def batches_written(self) -> int:
-        return self._batches.next_number
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[None]:
+        """The writer's turn, once the write in flight (if any) is done; then given back."""
+        with self._lock:
+            while self._writing:
+                self._lock.wait()
+            self._writing = True
+        try:
+            yield
+        finally:
+            self._release()
 
-    def _write_pending(self) -> None:
-        outcomes = self._pending.take()
+    def _release(self) -> None:
+        with self._lock:
+            self._writing = False
+            self._lock.notify_all()
+
+    def _take_round_or_release(self) -> list[IndexedTaskOutcome] | None:
+        """The round that is due; else the turn is given back, under the same lock, so a round
+        completed meanwhile is never left behind by a writer that is about to stop."""
+        with self._lock:
+            if self._pending.round_due():
+                return self._pending.take()
+            self._writing = False
+            self._lock.notify_all()
+            return None
+
+    def _take_all(self) -> list[IndexedTaskOutcome] | None:
+        with self._lock:
+            return self._pending.take_all() if self._pending else None
+
+    def _write(self, outcomes: list[IndexedTaskOutcome]) -> bool:
         written = False
         try:
             written = self._batches.write(outcomes)
         finally:
             # Also on a BaseException (SIGTERM, an interrupt) in the middle of the write: the
-            # outcomes stay pending, and the next write reuses this batch's number, so an
-            # outcome is neither lost nor stored twice.
+            # outcomes go back, and the next write reuses this batch's number, so an outcome
+            # is neither lost nor stored twice.
             if not written:
-                self._pending.put_back(outcomes)
+                with self._lock:
+                    self._pending.put_back(outcomes)
+        return written

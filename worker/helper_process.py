@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from worker import protocol as p
 from worker.logs import TryLog
+from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, exec_runtime_task
 from worker.xcom.calls import Finish
 
@@ -53,7 +54,7 @@ class XComHelperProcess:
         self._answer = answer
         self._log = log
         self._frames = p.FrameBuffer()
-        self._outbox = bytearray()
+        self._outbox = Outbox(process.comms)
         self._queued: deque[tuple[p.XComBackendCall, Finish]] = deque()
         self._running: Finish | None = None
         self._asked_id: int | None = None  # the id of the helper's pending ask for a call
@@ -163,19 +164,14 @@ class XComHelperProcess:
 
     def _send(self, message: p._Message) -> None:
         if self._gone is None:
-            self._outbox += p.encode(message)
+            self._outbox.put(p.encode(message))
             self._flush()
 
     def _flush(self) -> None:
-        while self._outbox:
-            try:
-                sent = self.process.comms.send(self._outbox)
-            except BlockingIOError:
-                break
-            except OSError:
-                self._outbox.clear()  # the helper is gone; reading EOF will say so
-                break
-            del self._outbox[:sent]
+        try:
+            self._outbox.flush()
+        except OSError:
+            self._outbox.clear()  # the helper is gone; reading EOF will say so
         self._watch_writes()
 
     def _watch_writes(self) -> None:

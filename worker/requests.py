@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -130,14 +131,14 @@ def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> 
     key = cp.batch_key(request.number)
     text = _state_text(ctx, key, request.value)
     with session_scope(ctx.url) as session:
-        write_state(session, ctx.fence, ctx.ti, key, text, None)
+        cp.write_checkpoint(session, ctx.fence, ctx.ti, key, text)
     return p.OKResponse()
 
 
 def write_checkpoint_marker(ctx: TryContext, request: p.WriteCheckpointMarker) -> p._Message:
     text = _state_text(ctx, cp.MARKER_KEY, request.value)
     with session_scope(ctx.url) as session:
-        write_state(session, ctx.fence, ctx.ti, cp.MARKER_KEY, text, None)
+        cp.write_checkpoint(session, ctx.fence, ctx.ti, cp.MARKER_KEY, text)
     return p.OKResponse()
 
 
@@ -178,12 +179,13 @@ def get_connection(ctx: TryContext, request: p.GetConnection) -> p._Message:
             host=row.host,
             login=row.login,
             password=row.password,
-            schema_=row.schema,
+            schema=row.schema,
             port=row.port,
             extra=dict(row.extra or {}),
         )
     if reply.password:
         ctx.log.add_secret(reply.password)
+        ctx.log.add_secret(quote(reply.password, safe=""))  # as it shows in get_uri()
     return reply
 
 

@@ -86,6 +86,9 @@ class Client:
     def get_variable(self, key: str) -> str | None:
         return variable_of(self.request(p.GetVariable(key=key)))
 
+    def mask_secret(self, value: str) -> None:
+        self.request(p.MaskSecret(value=value))
+
     def get_state(self, key: str) -> Any:
         reply = self.request(p.GetStateValue(key=key))
         assert isinstance(reply, p.StateValueResult)

@@ -8,7 +8,6 @@ log, heartbeats with a fenced write (learning there if the try was taken away), 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import selectors
@@ -25,6 +24,7 @@ from state.enums import TaskInstanceState
 from state.transitions import TryFenced, assert_fence
 from worker import protocol as p
 from worker.claim import Claim, Final, final_for_failure
+from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles
 from worker.requests import TryContext, handle
 
@@ -82,6 +82,10 @@ class SupervisorLoop:
 
     def _register(self, selector: selectors.BaseSelector) -> None:
         selector.register(self.process.comms, selectors.EVENT_READ, self._on_comms)
+        # Replies go out without blocking: a task slow to read must not hold up heartbeats.
+        self.process.comms.setblocking(False)
+        self._outbox = Outbox(self.process.comms)
+        self._selector = selector
         selector.register(self.process.stdout, selectors.EVENT_READ, self._pipe_reader("stdout"))
         selector.register(self.process.stderr, selectors.EVENT_READ, self._pipe_reader("stderr"))
         self._open = {self.process.comms.fileno(), self.process.stdout, self.process.stderr}
@@ -125,8 +129,11 @@ class SupervisorLoop:
         return read
 
     def _on_comms(self, selector: selectors.BaseSelector, fileobj: object) -> None:
+        self._flush()
         try:
             data = self.process.comms.recv(_READ_BYTES)
+        except BlockingIOError:
+            return  # woken to write a reply, nothing to read
         except ConnectionResetError:
             data = b""
         if not data:
@@ -145,7 +152,7 @@ class SupervisorLoop:
         try:
             request = p.TO_SUPERVISOR.validate_json(frame)
         except ValidationError as error:
-            reply: p._Message = p.ErrorResponse(
+            reply: p._Message | None = p.ErrorResponse(
                 error=f"unknown or malformed request: {error.errors()[0]['msg']}"
             )
         else:
@@ -154,11 +161,21 @@ class SupervisorLoop:
             self._send(reply)
 
     def _send(self, reply: p._Message) -> None:
-        # A task that is gone cannot take its reply; the loop notices its exit.
-        with contextlib.suppress(OSError):
-            self.process.comms.sendall(p.encode(reply))
+        self._outbox.put(p.encode(reply))
+        self._flush()
         if self.ctx.lost:
             self._stop("the try no longer holds its task instance")
+
+    def _flush(self) -> None:
+        try:
+            self._outbox.flush()
+        except OSError:
+            self._outbox.clear()  # a task that is gone cannot take its reply; its exit is seen
+        comms = self.process.comms
+        if comms.fileno() in self._open:
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self._outbox else 0)
+            if self._selector.get_key(comms).events != events:
+                self._selector.modify(comms, events, self._on_comms)
 
     def _on_deadlines(self) -> None:
         now = time.monotonic()

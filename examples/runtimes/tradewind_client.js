@@ -10,12 +10,20 @@ const net = require("net");
 
 const PROTOCOL_VERSION = 1;
 
-class RequestFailed extends Error {}
+// The supervisor answered with ErrorResponse; the message is its `error`.
+class RequestFailed extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "RequestFailed";
+  }
+}
 
 class TradewindClient {
   constructor(fd) {
     this.socket = new net.Socket({ fd, readable: true, writable: true });
-    this.buffer = Buffer.alloc(0);
+    this.chunks = []; // what arrived and is not a whole frame yet
+    this.buffered = 0;
+    this.expected = null; // the body length of the frame being read
     this.nextId = 0;
     this.pending = new Map();
     this.socket.on("data", (chunk) => this.onData(chunk));
@@ -31,19 +39,37 @@ class TradewindClient {
     return new TradewindClient(fd);
   }
 
+  // Chunks are joined once per frame: joining on every chunk would copy a 64 MiB reply
+  // a thousand times over (a minute, measured).
   onData(chunk) {
-    this.buffer = Buffer.concat([this.buffer, chunk]);
-    while (this.buffer.length >= 4) {
-      const size = this.buffer.readUInt32BE(0);
-      if (this.buffer.length < 4 + size) return;
-      const reply = JSON.parse(this.buffer.subarray(4, 4 + size).toString("utf8"));
-      this.buffer = this.buffer.subarray(4 + size);
-      const waiter = this.pending.get(reply.id);
-      this.pending.delete(reply.id);
-      if (waiter === undefined) continue; // not ours: the protocol never sends one
-      if (reply.type === "ErrorResponse") waiter.reject(new RequestFailed(reply.error));
-      else waiter.resolve(reply);
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    for (;;) {
+      if (this.expected === null) {
+        if (this.buffered < 4) return;
+        this.expected = this.take(4).readUInt32BE(0);
+      }
+      if (this.buffered < this.expected) return;
+      const body = this.take(this.expected);
+      this.expected = null;
+      this.onFrame(JSON.parse(body.toString("utf8")));
     }
+  }
+
+  take(size) {
+    const all = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.buffered);
+    const rest = all.subarray(size);
+    this.chunks = rest.length > 0 ? [rest] : [];
+    this.buffered = rest.length;
+    return all.subarray(0, size);
+  }
+
+  onFrame(reply) {
+    const waiter = this.pending.get(reply.id);
+    this.pending.delete(reply.id);
+    if (waiter === undefined) return; // not ours: the protocol never sends one
+    if (reply.type === "ErrorResponse") waiter.reject(new RequestFailed(reply.error));
+    else waiter.resolve(reply);
   }
 
   failPending(error) {

@@ -42,7 +42,7 @@ def fleet(tmp_path: Path, pg_url: str, redis_url: str) -> Iterator[Fleet]:
         TRADEWIND_ZOMBIE_THRESHOLD_SECONDS="3",
         # Short, so a message a killed scheduler queued in SQL but never sent is re-sent soon.
         TRADEWIND_TASK_QUEUED_TIMEOUT_SECONDS="5",
-        TRADEWIND_SCHEDULER_INTERVAL_SECONDS="0.5",
+        TRADEWIND_SCHEDULER_INTERVAL_SECONDS="1",
         TRADEWIND_KILL_GRACE_SECONDS="1",
         SCHEDULER_TEST_RECORD=str(tmp_path / "executions.txt"),
         PYTHONUNBUFFERED="1",

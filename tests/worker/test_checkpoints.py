@@ -374,6 +374,40 @@ def test_outcomes_from_many_threads_at_once_are_each_written_once() -> None:
     assert all(len(batch["outcomes"]) == 16 for batch in store.stored.batches.values())
 
 
+class GatedStore(MemoryCheckpointStore):
+    """Its first write waits for ``gate``: a write in flight for as long as the test wants."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def write_batch(self, number: int, value: Any) -> None:
+        self.entered.set()
+        assert self.gate.wait(10)
+        super().write_batch(number, value)
+
+
+def test_items_go_on_recording_while_a_round_is_being_written() -> None:
+    store = GatedStore()
+    checkpoints = Checkpoints(store, GENERATION, 4)
+    for index in range(3):
+        checkpoints.record(ok(index))
+    writer = threading.Thread(target=checkpoints.record, args=(ok(3),))
+    writer.start()
+    assert store.entered.wait(10)
+
+    for index in range(4, 8):  # a whole round more, recorded while round 0 is in flight
+        checkpoints.record(ok(index))
+
+    assert store.stored.batches == {}
+    store.gate.set()
+    writer.join(10)
+    # The thread that wrote round 0 found round 1 due and wrote it too, in order.
+    assert sorted(store.stored.batches) == [0, 1]
+    assert stored_indexes(store) == list(range(8))
+
+
 @pytest.mark.parametrize("stored_before_raising", [False, True])
 def test_a_base_exception_in_a_write_neither_loses_nor_duplicates(
     stored_before_raising: bool,

@@ -47,8 +47,9 @@ def test_every_message_travels_in_exactly_one_direction() -> None:
     assert FROM_HELPER.isdisjoint(TO_HELPER)
     assert set(message_classes()) == REQUESTS | REPLIES | FROM_HELPER | TO_HELPER
     # The helper's look-ups are the task's requests; only its call traffic is its own.
-    assert FROM_HELPER - REQUESTS == {p.AwaitXComBackendCall, p.XComBackendResult}
-    assert TO_HELPER - REPLIES == {p.XComBackendCall}
+    helper_asks, helper_gets = FROM_HELPER - REQUESTS, TO_HELPER - REPLIES
+    assert helper_asks == {p.AwaitXComBackendCall, p.XComBackendResult}
+    assert helper_gets == {p.XComBackendCall}
 
 
 def test_every_request_has_a_handler_and_every_handler_a_request() -> None:

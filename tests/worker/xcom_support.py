@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,9 @@ from worker.xcom.base import Lookups, XComAddress, XComBackend
 from worker.xcom.object_storage import ObjectStorageXComBackend
 
 MOTO_SCRIPT = """
-import sys, time
+import logging, sys
 from moto.server import ThreadedMotoServer
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
 server.start()
 print(server.get_host_and_port()[1], flush=True)
@@ -58,21 +60,27 @@ class Moto:
         return {**CREDENTIALS, "endpoint_url": self.endpoint}
 
 
-@pytest.fixture(scope="session")
-def moto() -> Iterator[Moto]:
+@contextmanager
+def running_moto() -> Iterator[Moto]:
+    """moto's S3 on a free loopback port, in a process of its own, stopped on exit."""
     process = subprocess.Popen(
         [sys.executable, "-c", MOTO_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
-    assert process.stdout is not None
-    port = int(process.stdout.readline())
+    assert process.stdout is not None and process.stdin is not None
     try:
+        port = int(process.stdout.readline())
         yield Moto(f"http://127.0.0.1:{port}")
     finally:
-        assert process.stdin is not None
         process.stdin.close()
         process.terminate()
         process.wait(10)
         process.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def moto() -> Iterator[Moto]:
+    with running_moto() as server:
+        yield server
 
 
 def s3_backend(moto: Moto, threshold_bytes: int = 64) -> ObjectStorageXComBackend:
@@ -101,7 +109,9 @@ class SlowBackend(ObjectStorageXComBackend):
 
     @classmethod
     def from_settings(cls, settings: Settings, lookups: Lookups) -> XComBackend:
-        _marker("helper.pid", str(os.getpid()))
+        # Python tasks build their backend too: only the helper process names itself.
+        if sys.argv[0].endswith("xcom_helper_main.py"):
+            _marker("helper.pid", str(os.getpid()))
         return super().from_settings(settings, lookups)
 
     def _pause(self, hook: str, where: XComAddress) -> None:
