@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from celery import Celery
-from sqlalchemy import select
 
 from broker_config import make_celery_app, publish_many
 from scheduler.callbacks import LostTry, run_failure_callback
 from scheduler.dag_sync import sync_dags
+from scheduler.run_watch import RunWatch
 from scheduler.timed_runs import create_due_runs, due_dags
 from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
+from state.enums import TaskInstanceState
 from state.liveness import (
     dag_tasks,
     fail_queued,
@@ -32,8 +32,8 @@ from state.liveness import (
     give_up_try,
     resend_queued,
 )
-from state.models import DagModel, DagRun, TaskInstance, utcnow
-from state.scheduling import Enqueue, schedule_run_by_pk
+from state.models import TaskInstance, utcnow
+from state.scheduling import Enqueue, try_schedule_run
 from state.values import purge_expired_states
 from tradewind.dag import DAG
 from tradewind.loader import dag_files
@@ -58,6 +58,7 @@ class Scheduler:
     #: The DAGs as this process parsed them at its last sync (their callbacks run here).
     dags: dict[str, DAG] = field(default_factory=dict)
     _files_seen: dict[str, float] = field(default_factory=dict)
+    _watch: RunWatch = field(default_factory=RunWatch)
 
     def __post_init__(self) -> None:
         if self.app is None:
@@ -115,18 +116,13 @@ class Scheduler:
 
     def _schedule_runs(self, stats: LoopStats) -> None:
         with session_scope(self.url) as session:
-            run_pks = session.scalars(
-                select(DagRun.id)
-                .join(DagModel, DagModel.dag_id == DagRun.dag_id)
-                .where(
-                    DagRun.state.in_([DagRunState.QUEUED, DagRunState.RUNNING]),
-                    DagModel.is_paused.is_(False),
-                )
-                .order_by(DagRun.id)
-            ).all()
-        for run_pk in run_pks:
+            views = self._watch.to_pass(session, utcnow())
+        for view in views:
             with session_scope(self.url) as session:
-                ready = schedule_run_by_pk(session, run_pk)
+                ready = try_schedule_run(session, view.run_pk)
+            if ready is None:
+                continue  # another process holds the run: look again next loop
+            self._watch.passed(view)
             self._publish(ready)
             stats.runs += 1
             stats.queued += len(ready)

@@ -166,8 +166,15 @@ def settle_run(
 
 def schedule_run_by_pk(session: Session, run_pk: int) -> list[Enqueue]:
     """Lock and schedule one run if nobody else holds it (a supervisor's downstream pass)."""
+    return try_schedule_run(session, run_pk) or []
+
+
+def try_schedule_run(session: Session, run_pk: int) -> list[Enqueue] | None:
+    """As ``schedule_run_by_pk``, but None when another process holds the run (no pass ran)."""
     run = lock_run(session, run_pk)
-    if run is None or run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
+    if run is None:
+        return None
+    if run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
         return []
     dag_model = session.get(DagModel, run.dag_id)
     if dag_model is None or dag_model.is_paused:

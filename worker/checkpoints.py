@@ -126,6 +126,10 @@ class PendingCheckpoints:
     def round_due(self) -> bool:
         return len(self._outcomes) >= self._due_at
 
+    def backlogged(self) -> bool:
+        """More than the round that is due: the next one has started."""
+        return len(self._outcomes) > self._due_at
+
     def take(self) -> list[IndexedTaskOutcome]:
         """The round that is due: ``round_size`` outcomes, or more after a failed write."""
         taken, self._outcomes = self._outcomes[: self._due_at], self._outcomes[self._due_at :]
@@ -203,6 +207,7 @@ class CheckpointBatches:
                 error,
             )
             return False
+        log.info("checkpoint batch %d written: %d outcomes", batch.number, len(outcomes))
         self.next_number += 1
         return True
 
@@ -247,6 +252,11 @@ class Checkpoints:
         """Keep ``outcome``; when a round is full and nobody is writing, write it."""
         with self._lock:
             self._pending.add(outcome)
+            # One more round may fill during a write, not more: what a hard kill loses stays
+            # the round in flight and the next one (and the items running), however slow the
+            # store is.
+            while self._writing and self._pending.backlogged():
+                self._lock.wait()
             if self._writing or not self._pending.round_due():
                 return
             self._writing = True
@@ -303,6 +313,7 @@ class Checkpoints:
         completed meanwhile is never left behind by a writer that is about to stop."""
         with self._lock:
             if self._pending.round_due():
+                self._lock.notify_all()  # room for the items waiting on a backlog
                 return self._pending.take()
             self._writing = False
             self._lock.notify_all()

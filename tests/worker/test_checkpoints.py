@@ -397,15 +397,23 @@ def test_items_go_on_recording_while_a_round_is_being_written() -> None:
     writer.start()
     assert store.entered.wait(10)
 
-    for index in range(4, 8):  # a whole round more, recorded while round 0 is in flight
+    for index in range(4, 7):  # most of a round more, recorded while round 0 is in flight
         checkpoints.record(ok(index))
+    checkpoints.record(ok(7))  # completes round 1: a writer is busy, so it returns at once
 
     assert store.stored.batches == {}
+    blocked = threading.Thread(target=checkpoints.record, args=(ok(8),))
+    blocked.start()
+    blocked.join(0.2)
+    assert blocked.is_alive()  # a second round behind the write in flight: it waits
     store.gate.set()
     writer.join(10)
+    blocked.join(10)
     # The thread that wrote round 0 found round 1 due and wrote it too, in order.
     assert sorted(store.stored.batches) == [0, 1]
     assert stored_indexes(store) == list(range(8))
+    checkpoints.finish({})
+    assert stored_indexes(store) == list(range(9))
 
 
 @pytest.mark.parametrize("stored_before_raising", [False, True])

@@ -57,7 +57,7 @@ def slow_push():
 
 @dag(dag_id="hanging_pull")
 def hanging_pull():
-    produce() >> rt.override(execution_timeout=1.5)(steps=[{{"do": "pull", "task": "produce"}}])
+    produce() >> rt.override(execution_timeout=5)(steps=[{{"do": "pull", "task": "produce"}}])
 
 @dag(dag_id="pull")
 def pull():
@@ -203,9 +203,12 @@ def test_execution_timeout_kills_the_task_while_a_load_hangs(
     assert outcomes == ["success", "failed"]
     assert time.monotonic() - started < 20
     ti = setup.home.ti(run_pk, "rt")
-    assert ti.error == "execution_timeout of 1.5s exceeded"
+    assert ti.error == "execution_timeout of 5s exceeded"
+    # The load had started (5 s leave the helper time to come up) and never finished.
+    loads = [line.split()[:2] for line in setup.marker("calls") if line.startswith("load")]
+    assert loads == [["load", "produce"]]
     log = setup.log(run_pk)
-    assert "execution_timeout of 1.5s exceeded: sending SIGTERM" in log
+    assert "execution_timeout of 5s exceeded: sending SIGTERM" in log
     assert "the XCom backend helper process did not exit within 1s: sending SIGTERM" in log
     (pid,) = setup.marker("helper.pid")
     assert (

@@ -170,3 +170,16 @@ def test_a_clear_purges_the_objects_of_the_xcoms_it_deletes(home: Home) -> None:
         assert clear_task_instances(session, home.run(run_pk), ["produce"], purge_xcoms=purge) == 1
     assert not path.exists()
     assert rows(home, "produce") == {}
+
+
+def test_a_backend_name_that_does_not_import_fails_the_try_naming_the_variable(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRADEWIND_XCOM_BACKEND", "no_such_package.Backend")
+    home.settings = reload_settings()
+    run_pk = home.trigger("refusal")
+    assert run_all(home, run_pk) == ["failed"]
+    error = home.ti(run_pk, "refused").error
+    assert error is not None
+    assert error.startswith("TRADEWIND_XCOM_BACKEND='no_such_package.Backend': no_such_package")
+    assert "does not import" in error
