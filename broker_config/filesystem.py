@@ -1,0 +1,67 @@
+"""The embedded broker: kombu's filesystem transport with atomic writes and claims.
+
+kombu's own ``filesystem://`` transport lets a consumer take a message file while the producer is
+still writing it; the consumer reads an empty file and its worker dies on the JSON error (seen
+here on the first `tradewind standalone` run; kombu#1551). It also claims a file by moving it to
+the system temporary folder, which across filesystems is a copy, so two consumers can both take it.
+
+This transport writes each message under a hidden name and renames it into place (a reader only
+ever sees complete files), claims a file by renaming it within the same folder tree (exactly one
+consumer wins), and drops an unreadable file with one log line instead of dying.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from pathlib import Path
+from queue import Empty
+from time import monotonic
+from typing import Any
+
+from kombu.transport import TRANSPORT_ALIASES, filesystem
+from kombu.utils.json import dumps, loads
+
+log = logging.getLogger(__name__)
+
+
+class Channel(filesystem.Channel):
+    # kombu's two base classes disagree on this signature; this one matches its filesystem Channel.
+    def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        folder = Path(self.data_folder_out)
+        # A leading dot: never matched as a message of any queue while it is being written.
+        partial = folder / f".{uuid.uuid4().hex}.partial"
+        # kombu's own JSON (it encodes dates, UUIDs and bytes), as its transport does.
+        partial.write_bytes(dumps(payload).encode())  # type: ignore[no-untyped-call]
+        os.replace(partial, folder / name)
+
+    def _get(self, queue: Any, timeout: Any = None) -> Any:
+        wanted = f"{queue}.msg"
+        inbox = Path(self.data_folder_in)
+        claimed_folder = Path(self.processed_folder)
+        for name in sorted(os.listdir(inbox)):
+            if name.partition(".")[2] != wanted:
+                continue
+            claimed = claimed_folder / name
+            try:
+                os.rename(inbox / name, claimed)  # atomic: one consumer wins
+            except OSError:
+                continue  # another consumer took it
+            payload = claimed.read_bytes()
+            claimed.unlink()
+            try:
+                return loads(payload)  # type: ignore[no-untyped-call]
+            except ValueError:
+                log.error("dropped unreadable message file %s (%d bytes)", name, len(payload))
+        raise Empty()
+
+
+class Transport(filesystem.Transport):
+    Channel = Channel
+
+
+def install() -> None:
+    """Make ``filesystem://`` URLs use this transport in this process."""
+    TRANSPORT_ALIASES["filesystem"] = f"{__name__}:Transport"

@@ -1,0 +1,62 @@
+"""The embedded broker's transport: complete files only, one consumer per message."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from pathlib import Path
+
+import kombu
+
+from broker_config import filesystem
+from broker_config.names import filesystem_folders
+
+
+def _connection(folder: Path) -> kombu.Connection:
+    filesystem.install()
+    return kombu.Connection("filesystem://localhost/", transport_options=filesystem_folders(folder))
+
+
+def test_a_message_being_written_is_never_taken(tmp_path: Path) -> None:
+    with _connection(tmp_path) as connection:
+        channel = connection.default_channel
+        # What a producer leaves while it writes: only the hidden partial file exists.
+        (tmp_path / "queue" / ".abc.partial").write_text("")
+        channel._put("default", {"body": "one"})
+        assert channel._get("default") == {"body": "one"}
+        assert (tmp_path / "queue" / ".abc.partial").exists()
+
+
+def test_an_unreadable_message_file_is_dropped_not_fatal(tmp_path: Path, caplog) -> None:
+    with _connection(tmp_path) as connection:
+        channel = connection.default_channel
+        (tmp_path / "queue" / "1_x.default.msg").write_text("")
+        channel._put("default", {"body": "next"})
+        assert channel._get("default") == {"body": "next"}
+    assert "dropped unreadable message file 1_x.default.msg" in caplog.text
+
+
+def test_each_message_goes_to_exactly_one_of_many_consumers(tmp_path: Path) -> None:
+    with _connection(tmp_path) as producer:
+        for n in range(300):
+            producer.default_channel._put("default", {"n": n})
+    taken: list[int] = []
+    lock = threading.Lock()
+
+    def consume() -> None:
+        with _connection(tmp_path) as connection:
+            channel = connection.default_channel
+            while True:
+                try:
+                    message = channel._get("default")
+                except queue.Empty:
+                    return
+                with lock:
+                    taken.append(message["n"])
+
+    threads = [threading.Thread(target=consume) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(taken) == list(range(300))
