@@ -10,8 +10,7 @@ from sqlalchemy import event
 from state.db import get_engine, session_scope
 from state.progress import ItemsProgress, items_progress
 from state.values import TIKey
-from tests.worker.iterable_support import Stack
-from tests.worker.test_iterable_end_to_end import add_iterate_dag
+from tests.worker.iterable_support import Stack, add_iterate_dag
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""A store, a DAG folder and a run, driven by hand: what the worker tests of issue 3 share.
+"""A store, a DAG folder and a run, driven by hand: what the iterable-task tests share.
 
 ``Stack`` holds a migrated database, a DAG folder and the settings pointing at both; it can
 trigger a run, queue what is ready and run each queued try through ``worker.execute.execute``
@@ -127,3 +127,75 @@ class Stack:
         paths = list(folder.glob(f"*/*/{task_id}/{map_index}/{try_number}.log"))
         assert len(paths) == 1, paths
         return paths[0].read_text()
+
+
+ITERATE_DAG = """
+from pathlib import Path
+from tradewind import dag, task, get_current_context, SkipTask
+
+FOLDER = Path(__FOLDER__)
+FAILS = __FAILS__  # try number -> the items that fail in that try
+
+
+def note(name, index):
+    with open(FOLDER / name, "a") as out:
+        out.write(f"{index}\\n")
+
+
+def on_item_success(context):
+    note("callbacks", context["item_index"])
+
+
+@task
+def numbers():
+    return list(range(20))
+
+
+@task(
+    retries=1,
+    retry_delay=0,
+    task_concurrency=__CONCURRENCY__,
+    fail_fast=__FAIL_FAST__,
+    on_success_callback=on_item_success,
+)
+def square(x, task_state_store=None):
+    ti = get_current_context()["ti"]
+    note("calls", x)
+    task_state_store.set("tries", task_state_store.get("tries", []) + [ti.try_number])
+    if x in FAILS.get(ti.try_number, ()):
+        raise ValueError(f"item {x} fails in try {ti.try_number}")
+    return x * x
+
+
+@task
+def collect(values):
+    return values
+
+
+@dag(dag_id="iterate_dag")
+def iterate_dag():
+    collect(square.iterate(x=numbers()))
+
+
+iterate_dag()
+"""
+
+
+def add_iterate_dag(
+    stack: Stack,
+    fail: set[int] | None = None,
+    fails: dict[int, set[int]] | None = None,
+    concurrency: int = 4,
+    fail_fast: bool = False,
+) -> None:
+    """The DAG above; ``fail``: the items that fail their first try."""
+    replacements = {
+        "__FOLDER__": repr(str(stack.home)),
+        "__FAILS__": repr(fails if fails is not None else {1: fail or set()}),
+        "__CONCURRENCY__": str(concurrency),
+        "__FAIL_FAST__": repr(fail_fast),
+    }
+    source = ITERATE_DAG
+    for name, value in replacements.items():
+        source = source.replace(name, value)
+    stack.add_dag("iterate_dag", source)

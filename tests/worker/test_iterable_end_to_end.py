@@ -21,80 +21,9 @@ from state.runs import clear_task_instances
 from worker import protocol as p
 from worker import requests
 
-from .iterable_support import Stack
+from .iterable_support import Stack, add_iterate_dag
 
 TI = TaskInstanceState
-
-ITERATE_DAG = """
-from pathlib import Path
-from tradewind import dag, task, get_current_context, SkipTask
-
-FOLDER = Path(__FOLDER__)
-FAILS = __FAILS__  # try number -> the items that fail in that try
-
-
-def note(name, index):
-    with open(FOLDER / name, "a") as out:
-        out.write(f"{index}\\n")
-
-
-def on_item_success(context):
-    note("callbacks", context["item_index"])
-
-
-@task
-def numbers():
-    return list(range(20))
-
-
-@task(
-    retries=1,
-    retry_delay=0,
-    task_concurrency=__CONCURRENCY__,
-    fail_fast=__FAIL_FAST__,
-    on_success_callback=on_item_success,
-)
-def square(x, task_state_store=None):
-    ti = get_current_context()["ti"]
-    note("calls", x)
-    task_state_store.set("tries", task_state_store.get("tries", []) + [ti.try_number])
-    if x in FAILS.get(ti.try_number, ()):
-        raise ValueError(f"item {x} fails in try {ti.try_number}")
-    return x * x
-
-
-@task
-def collect(values):
-    return values
-
-
-@dag(dag_id="iterate_dag")
-def iterate_dag():
-    collect(square.iterate(x=numbers()))
-
-
-iterate_dag()
-"""
-
-
-def add_iterate_dag(
-    stack: Stack,
-    fail: set[int] | None = None,
-    fails: dict[int, set[int]] | None = None,
-    concurrency: int = 4,
-    fail_fast: bool = False,
-) -> None:
-    """The DAG above; ``fail``: the items that fail their first try."""
-    replacements = {
-        "__FOLDER__": repr(str(stack.home)),
-        "__FAILS__": repr(fails if fails is not None else {1: fail or set()}),
-        "__CONCURRENCY__": str(concurrency),
-        "__FAIL_FAST__": repr(fail_fast),
-    }
-    source = ITERATE_DAG
-    for name, value in replacements.items():
-        source = source.replace(name, value)
-    stack.add_dag("iterate_dag", source)
 
 
 def lines(stack: Stack, name: str) -> list[int]:
