@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from state.enums import ACTIVE, DagRunState
@@ -48,9 +48,38 @@ class Room:
         return self.dag > 0 and any(free > 0 for free in self.pools.values())
 
 
+# Built once: a pass runs these for every run it queues into, and building a statement costs
+# several times what executing it against a warm cache does.
+_ACTIVE = TaskInstance.state.in_(list(ACTIVE))
+_LOCK_DAG = select(DagModel.dag_id).where(DagModel.dag_id == bindparam("dag_id")).with_for_update()
+_LOCK_POOLS = (
+    select(Pool.name)
+    .where(Pool.name.in_(bindparam("names", expanding=True)))
+    .order_by(Pool.name)
+    .with_for_update()
+)
+_COUNT_ROOM = (
+    select(
+        Pool.name,
+        Pool.slots,
+        select(func.count()).where(_ACTIVE, TaskInstance.pool == Pool.name).scalar_subquery(),
+        select(func.count())
+        .where(_ACTIVE, TaskInstance.dag_id == bindparam("dag_id"))
+        .scalar_subquery(),
+    )
+    .where(Pool.name.in_(bindparam("names", expanding=True)))
+    .order_by(Pool.name)
+)
+_RUNNING_RUNS = (
+    select(func.count())
+    .select_from(DagRun)
+    .where(DagRun.dag_id == bindparam("dag_id"), DagRun.state == DagRunState.RUNNING)
+)
+
+
 def lock_dag(session: Session, dag_id: str) -> None:
     """Hold the DAG's row until commit: its counts are ours to read and change meanwhile."""
-    session.execute(select(DagModel.dag_id).where(DagModel.dag_id == dag_id).with_for_update())
+    session.execute(_LOCK_DAG, {"dag_id": dag_id})
 
 
 def room_to_queue(
@@ -66,8 +95,7 @@ def room_to_queue(
     if not _count_room(session, dag_id, max_active_tasks, names).any():
         return Room(0)
     lock_dag(session, dag_id)
-    lock_pools = select(Pool.name).where(Pool.name.in_(names)).order_by(Pool.name)
-    session.execute(lock_pools.with_for_update())
+    session.execute(_LOCK_POOLS, {"names": names})
     # Counted by a statement of its own, started after the locks were granted: on PostgreSQL
     # (READ COMMITTED) its snapshot then holds what the passes that had them committed.
     return _count_room(session, dag_id, max_active_tasks, names)
@@ -75,14 +103,7 @@ def room_to_queue(
 
 def _count_room(session: Session, dag_id: str, max_active_tasks: int, names: list[str]) -> Room:
     """Slots free in each pool of ``names`` and task instances free for the DAG: one statement."""
-    active = TaskInstance.state.in_(list(ACTIVE))
-    in_pool = select(func.count()).where(active, TaskInstance.pool == Pool.name)
-    in_dag = select(func.count()).where(active, TaskInstance.dag_id == dag_id)
-    rows = session.execute(
-        select(Pool.name, Pool.slots, in_pool.scalar_subquery(), in_dag.scalar_subquery())
-        .where(Pool.name.in_(names))
-        .order_by(Pool.name)
-    ).all()
+    rows = session.execute(_COUNT_ROOM, {"dag_id": dag_id, "names": names}).all()
     if not rows:
         return Room(0)  # none of the pools exists: nothing can be queued
     return Room(
@@ -103,12 +124,7 @@ def may_start_run(session: Session, dag_id: str, max_active_runs: int) -> bool:
 
 
 def _running_runs(session: Session, dag_id: str) -> int:
-    running = session.scalar(
-        select(func.count())
-        .select_from(DagRun)
-        .where(DagRun.dag_id == dag_id, DagRun.state == DagRunState.RUNNING)
-    )
-    return running or 0
+    return session.scalar(_RUNNING_RUNS, {"dag_id": dag_id}) or 0
 
 
 def ensure_pool(session: Session, name: str, slots: int) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from state.enums import FINISHED, DagRunState, TaskInstanceState
@@ -39,10 +39,21 @@ class Enqueue:
     queue: str
 
 
+# Built once (a pass runs them for every run, and building costs more than a cached execute).
+_LOCK_RUN = select(DagRun).where(DagRun.id == bindparam("run_pk")).with_for_update(skip_locked=True)
+_RUN_ROWS = select(
+    TaskInstance.id,
+    TaskInstance.task_id,
+    TaskInstance.state,
+    TaskInstance.next_retry_at,
+    TaskInstance.pool,
+).where(TaskInstance.dag_id == bindparam("dag_id"), TaskInstance.run_id == bindparam("run_id"))
+
+
 def lock_run(session: Session, run_pk: int) -> DagRun | None:
     """The run, row-locked for this transaction; None if another process holds it."""
-    query = select(DagRun).where(DagRun.id == run_pk).with_for_update(skip_locked=True)
-    return session.scalars(query, execution_options={"populate_existing": True}).first()
+    options = {"populate_existing": True}
+    return session.scalars(_LOCK_RUN, {"run_pk": run_pk}, execution_options=options).first()
 
 
 def schedule_run(
@@ -56,15 +67,7 @@ def schedule_run(
     max_runs = int(dag_model.structure.get("max_active_runs", 16))
     if run.state == DagRunState.QUEUED and not may_start_run(session, run.dag_id, max_runs):
         return []
-    rows = session.execute(
-        select(
-            TaskInstance.id,
-            TaskInstance.task_id,
-            TaskInstance.state,
-            TaskInstance.next_retry_at,
-            TaskInstance.pool,
-        ).where(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
-    ).all()
+    rows = session.execute(_RUN_ROWS, {"dag_id": run.dag_id, "run_id": run.run_id}).all()
     states = {row.id: TI(row.state) for row in rows}
     _remove_gone(session, dag_model.structure, rows, states)
     _apply_decisions(session, dag_model.structure, rows, states, now)

@@ -287,3 +287,63 @@ def test_secrets_of_the_task_and_the_helper_appear_nowhere_in_the_log(setup: Set
     assert "stdout: variable api_token is ***" in log
     assert "stdout: the token is ***" in log
     assert "xcom-helper: helper connected with password ***" in log
+
+
+SLOW_READER = """
+import json, os, socket, struct, sys, time
+sys.path.insert(0, {root!r})
+from worker import protocol as p
+
+comms = socket.socket(fileno=int(os.environ["TRADEWIND_COMMS_FD"]))
+def ask(message):
+    comms.sendall(p.encode(message))
+    return p.TO_TASK.validate_json(p.read_frame(comms))
+
+ask(p.GetTaskDetails(id=1, protocol_version=p.PROTOCOL_VERSION))
+comms.sendall(p.encode(p.GetXCom(id=2, task_id="big")))
+time.sleep(3)  # a reader this slow would have held up a blocking supervisor for 3 s
+reply = p.TO_TASK.validate_json(p.read_frame(comms))
+print("pulled", len(reply.value))
+ask(p.SucceedTask(id=3))
+"""
+
+SLOW_READER_DAG = """
+import sys
+from tradewind import dag, task
+
+@task
+def big():
+    return "b" * (8 << 20)
+
+@task.runtime(command=[sys.executable, {script!r}])
+def reader():
+    '''Asks for 8 MiB, then reads nothing for 3 s.'''
+
+@dag(dag_id="slow_reader")
+def slow_reader():
+    big() >> reader()
+
+slow_reader()
+"""
+
+
+def test_a_task_slow_to_read_its_reply_does_not_hold_up_heartbeats(
+    setup: Setup, tmp_path: Path
+) -> None:
+    script = tmp_path / "slow_reader.py"
+    script.write_text(SLOW_READER.format(root=str(ROOT)))
+    setup.home.write_dag(SLOW_READER_DAG.format(script=str(script)), name="slow_reader.py")
+    assert setup.home.sync().import_errors == {}
+    watch = Watch(setup.home.url, "reader")
+    sampler = threading.Thread(target=watch.run)
+    sampler.start()
+    try:
+        run_pk, outcomes = setup.run("slow_reader")
+    finally:
+        watch.stop.set()
+        sampler.join()
+    assert outcomes == ["success", "success"]
+    assert f"stdout: pulled {8 << 20}" in setup.log(run_pk, "reader")
+    assert len(watch.heartbeats) >= 10
+    assert watch.worst_gap_seconds() <= HEARTBEAT_SECONDS + 1.0
+    assert not watch.zombie_seen

@@ -13,7 +13,7 @@ from rich.text import Text
 from state.db import session_scope
 from state.models import DagModel
 from tradewind.cli.render import print_task_instances, task_instance_records
-from tradewind.cli.store import get_run, leaf_task_ids, return_values, task_instances
+from tradewind.cli.store import get_run, items_of, leaf_task_ids, return_values, task_instances
 
 
 def print_outcome(console: Console, url: str, dag_id: str, run_id: str) -> None:
@@ -22,7 +22,10 @@ def print_outcome(console: Console, url: str, dag_id: str, run_id: str) -> None:
         run = get_run(session, dag_id, run_id)
         dag_model = session.get(DagModel, dag_id)
         structure = dag_model.structure if dag_model else {"tasks": {}}
-        records = task_instance_records(task_instances(session, run, structure["tasks"]))
+        tis = task_instances(session, run, structure["tasks"])
+        pairs = ((ti.task_id, ti.map_index) for ti in tis)
+        items = items_of(session, dag_id, run_id, pairs, structure["tasks"])
+        records = task_instance_records(tis, items=items)
         results = {tid: return_values(session, run, tid) for tid in leaf_task_ids(structure)}
         title = f"{dag_id} {run_id}: {run.state}{took(run.start_date, run.end_date)}"
     print_task_instances(console, title, records)

@@ -13,7 +13,7 @@ import datetime as dt
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,6 +24,8 @@ from rich.text import Text
 
 from state.enums import FINISHED
 from state.models import DagImportError, DagModel, TaskInstance, utcnow
+from state.progress import ItemsProgress
+from state.values import TIKey
 
 #: Width of piped output: wrapping paths and errors at rich's default 80 would break ``grep``.
 PIPED_WIDTH = 200
@@ -71,25 +73,35 @@ def seconds_text(seconds: float | None) -> str:
 
 
 @dataclass(frozen=True)
+class RowContext:
+    """What a column's value may need besides the task instance."""
+
+    now: dt.datetime  # for the durations of running tries
+    items: Mapping[TIKey, ItemsProgress]  # the iterable task instances' items, read beforehand
+
+
+@dataclass(frozen=True)
 class Column:
     """One column of the task-instance view: its JSON key, table header and value.
 
-    ``value`` gives the JSON value of a row (``now`` is for durations of running tries);
-    ``text`` turns it into the table cell.
+    ``value`` gives the JSON value of a row; ``text`` turns it into the table cell. A column
+    with ``json_keys`` has a mapping for value, spread over those keys in JSON (its ``key`` is
+    then only its name); its ``text`` gets that mapping back to make its one cell.
     """
 
     key: str
     header: str
-    value: Callable[[TaskInstance, dt.datetime], Any]
+    value: Callable[[TaskInstance, RowContext], Any]
     text: Callable[[Any], str | Text] = lambda value: "" if value is None else str(value)
     justify: Literal["left", "right"] = "left"
+    json_keys: tuple[str, ...] = ()
 
 
-def _duration(ti: TaskInstance, now: dt.datetime) -> float | None:
-    """The latest try's duration; a running try counts up to ``now``."""
+def _duration(ti: TaskInstance, context: RowContext) -> float | None:
+    """The latest try's duration; a running try counts up to now."""
     if ti.start_date is None:
         return None
-    end = ti.end_date or (now if ti.state == "running" else None)
+    end = ti.end_date or (context.now if ti.state == "running" else None)
     return None if end is None else round((end - ti.start_date).total_seconds(), 3)
 
 
@@ -97,30 +109,76 @@ def _map_index(map_index: int) -> str:
     return "" if map_index < 0 else str(map_index)
 
 
-def _error_line(ti: TaskInstance, _now: dt.datetime) -> str | None:
+def _error_line(ti: TaskInstance, _context: RowContext) -> str | None:
     lines = (ti.error or "").strip().splitlines()
     return lines[0] if lines else None
 
 
+ITEM_KEYS = ("items_done", "items_failed", "items_skipped", "items_total")
+
+
+def _items(ti: TaskInstance, context: RowContext) -> dict[str, int | None]:
+    """An iterable task instance's items by outcome, and their number; None for the others."""
+    progress = context.items.get(TIKey(ti.dag_id, ti.run_id, ti.task_id, ti.map_index))
+    if progress is None:
+        return dict.fromkeys(ITEM_KEYS)
+    counts = (progress.done, progress.failed, progress.skipped, progress.total)
+    return dict(zip(ITEM_KEYS, counts, strict=True))
+
+
+def items_text(items: Mapping[str, int | None]) -> str:
+    """``2997/3000 done, 3 failed, 0 skipped``; ``?`` for a total not counted yet."""
+    if items["items_done"] is None:
+        return ""
+    total = "?" if items["items_total"] is None else items["items_total"]
+    return (
+        f"{items['items_done']}/{total} done, "
+        f"{items['items_failed']} failed, {items['items_skipped']} skipped"
+    )
+
+
 #: The columns of ``runs show`` (table and ``--json``) and of ``dags test``'s summary, in order.
-#: To show more (an iterable task's items done/failed), add a ``Column`` here: both outputs
-#: follow. Keep ``error`` last: it is the one cell that may be long.
+#: To show more, add a ``Column`` here: both outputs follow. Keep ``error`` last: it is the one
+#: cell that may be long.
 TASK_INSTANCE_COLUMNS: list[Column] = [
     Column("task_id", "task", lambda ti, _: ti.task_id),
     Column("map_index", "map", lambda ti, _: ti.map_index, text=_map_index, justify="right"),
     Column("state", "state", lambda ti, _: str(ti.state), text=state_text),
     Column("try_number", "try", lambda ti, _: ti.try_number, justify="right"),
     Column("duration_seconds", "duration", _duration, text=seconds_text, justify="right"),
+    Column("items", "items", _items, text=items_text, json_keys=ITEM_KEYS),
     Column("error", "error", _error_line),
 ]
 
 
 def task_instance_records(
-    tis: Iterable[TaskInstance], columns: Sequence[Column] = TASK_INSTANCE_COLUMNS
+    tis: Iterable[TaskInstance],
+    columns: Sequence[Column] = TASK_INSTANCE_COLUMNS,
+    *,
+    items: Mapping[TIKey, ItemsProgress] | None = None,
 ) -> list[dict[str, Any]]:
-    """One JSON-ready mapping per task instance, keyed by the columns' keys."""
-    now = utcnow()
-    return [{column.key: column.value(ti, now) for column in columns} for ti in tis]
+    """One JSON-ready mapping per task instance, keyed by the columns' keys.
+
+    ``items`` is the progress of the iterable task instances among ``tis`` (``store.items_of``).
+    """
+    context = RowContext(utcnow(), items or {})
+    records = []
+    for ti in tis:
+        record: dict[str, Any] = {}
+        for column in columns:
+            value = column.value(ti, context)
+            if column.json_keys:
+                record.update(value)
+            else:
+                record[column.key] = value
+        records.append(record)
+    return records
+
+
+def _record_value(record: Mapping[str, Any], column: Column) -> Any:
+    if column.json_keys:
+        return {key: record[key] for key in column.json_keys}
+    return record[column.key]
 
 
 def task_instances_table(
@@ -130,7 +188,7 @@ def task_instances_table(
     for column in columns:
         table.add_column(column.header, justify=column.justify, overflow="fold")
     for record in records:
-        table.add_row(*(_cell(column.text(record[column.key])) for column in columns))
+        table.add_row(*(_cell(column.text(_record_value(record, column))) for column in columns))
     return table
 
 
@@ -191,7 +249,8 @@ def import_errors_table(records: Sequence[dict[str, Any]]) -> Table:
 
 
 class RunProgress:
-    """What a watched run looks like now: a bar of finished/total, then a count per state.
+    """What a watched run looks like now: a bar of finished/total task instances, a bar of
+    finished/total items while the run has iterable task instances, then a count per state.
 
     Rendered afresh each time ``rich.live.Live`` refreshes; ``update`` feeds it the latest poll.
     """
@@ -201,11 +260,18 @@ class RunProgress:
         self.label = f"{dag_id} {run_id}"
         self.run_state = "queued"
         self.states: Counter[str] = Counter()
+        self.items: list[ItemsProgress] = []
         self.started = time.monotonic()
 
-    def update(self, run_state: str, states: Iterable[str]) -> None:
+    def update(
+        self, run_state: str, states: Iterable[str], items: Iterable[ItemsProgress] = ()
+    ) -> None:
+        """The latest poll: the run's state, its task instances' states, and the item progress
+        of its iterable task instances (none: no item bar).
+        """
         self.run_state = run_state
         self.states = Counter(str(state) for state in states)
+        self.items = list(items)
 
     def __rich__(self) -> RenderableType:
         total = sum(self.states.values())
@@ -218,7 +284,32 @@ class RunProgress:
             Text(seconds_text(time.monotonic() - self.started)),
             state_text(self.run_state),
         )
+        if self.items:
+            bar.add_row(*self.items_row())
         return Group(bar, self.counts_text())
+
+    def items_row(self) -> tuple[RenderableType, ...]:
+        """The item bar: items finished over the items counted so far (summed over the run's
+        iterable task instances); ``+`` while some have not counted theirs yet, a pulsing bar
+        while none has.
+        """
+        finished = sum(progress.finished for progress in self.items)
+        totals = [progress.total for progress in self.items if progress.total is not None]
+        failed = sum(progress.failed for progress in self.items)
+        skipped = sum(progress.skipped for progress in self.items)
+        if totals:
+            suffix = "+" if len(totals) < len(self.items) else ""
+            bar = ProgressBar(total=max(sum(totals), 1), completed=finished, width=40)
+            count = f"{finished}/{sum(totals)}{suffix}"
+        else:
+            bar, count = ProgressBar(total=None, width=40), f"{finished}/?"
+        detail = Text()
+        if failed:
+            detail.append(f"{failed} failed", style=STATE_STYLES["failed"])
+        if skipped:
+            detail.append(("  " if failed else "") + f"{skipped} skipped", style="bright_black")
+        # The last column (the run's state above) takes the detail: it may widen freely.
+        return Text("items"), bar, Text(count), Text(), detail
 
     def counts_text(self) -> Text:
         text = Text()

@@ -11,7 +11,7 @@ from state.db import session_scope
 from state.models import DagModel, DagRun
 from tradewind.cli.common import settings_or_exit
 from tradewind.cli.render import make_console, print_task_instances, task_instance_records
-from tradewind.cli.store import get_run, open_store, task_instances
+from tradewind.cli.store import get_run, items_of, open_store, task_instances
 
 app = typer.Typer(help="Inspect DAG runs.", no_args_is_help=True)
 
@@ -22,7 +22,8 @@ def show(
     run_id: str,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """Every task instance of a run: state, try, duration of the latest try, first error line."""
+    """Every task instance of a run: state, try, duration of the latest try, items done / failed /
+    skipped / total of an iterable task, first error line."""
     settings = settings_or_exit()
     url = open_store(settings)
     with session_scope(url) as session:
@@ -30,7 +31,10 @@ def show(
         dag_model = session.get(DagModel, dag_id)
         order = dag_model.structure["tasks"] if dag_model else None
         document = run_record(run)
-        document["task_instances"] = task_instance_records(task_instances(session, run, order))
+        tis = task_instances(session, run, order)
+        pairs = ((ti.task_id, ti.map_index) for ti in tis)
+        items = items_of(session, dag_id, run_id, pairs, order or {})
+        document["task_instances"] = task_instance_records(tis, items=items)
     if as_json:
         typer.echo(json.dumps(document, indent=2))
         return

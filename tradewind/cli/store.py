@@ -9,7 +9,7 @@ never altered as a side effect of, say, ``dags list``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from alembic.script import ScriptDirectory
@@ -20,7 +20,10 @@ from sqlalchemy.orm import Session
 from state.db import session_scope
 from state.migrate import alembic_config, current_revision, upgrade
 from state.models import DagRun, TaskInstance, XCom
+from state.progress import ItemsProgress, items_progress
+from state.values import TIKey
 from tradewind.cli.common import fail
+from tradewind.mapping import ITERATE
 from tradewind.settings import Settings
 
 if TYPE_CHECKING:
@@ -96,6 +99,30 @@ def task_instances(
     ).all()
     rank = {task_id: n for n, task_id in enumerate(order or {})}
     return sorted(rows, key=lambda ti: (rank.get(ti.task_id, len(rank)), ti.task_id, ti.map_index))
+
+
+def is_iterable(tasks: Mapping[str, Any], task_id: str) -> bool:
+    """Whether the DAG's ``task_id`` is an iterable task (``.iterate`` / ``.batch().iterate``)."""
+    mapping = (tasks.get(task_id) or {}).get("mapping") or {}
+    return bool(mapping.get("kind") == ITERATE)
+
+
+def items_of(
+    session: Session,
+    dag_id: str,
+    run_id: str,
+    tis: Iterable[tuple[str, int]],
+    tasks: Mapping[str, Any],
+) -> dict[TIKey, ItemsProgress]:
+    """The item progress of the iterable ones among a run's task instances (``tis``: task id,
+    map index; ``tasks``: the DAG structure's), in two queries whatever their number of items.
+    """
+    keys = [
+        TIKey(dag_id, run_id, task_id, map_index)
+        for task_id, map_index in tis
+        if is_iterable(tasks, task_id)
+    ]
+    return items_progress(session, keys)
 
 
 def leaf_task_ids(structure: Mapping[str, Any]) -> list[str]:

@@ -1,7 +1,8 @@
 """Watching a run until it ends: poll its task-instance states from SQL, show them live.
 
 Used by ``dags trigger --wait`` and ``standalone --run``. One query per poll reads every
-state of the run, so watching costs the store the same whatever the DAG's size.
+state of the run, and two more the items of its iterable task instances (``state.progress``),
+so watching costs the store the same whatever the DAG's size and its number of items.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from sqlalchemy import select
 
 from state.db import session_scope
 from state.enums import DagRunState
-from state.models import DagRun, TaskInstance
+from state.models import DagModel, DagRun, TaskInstance
+from state.progress import ItemsProgress
 from tradewind.cli.render import RunProgress
+from tradewind.cli.store import items_of
 
 RUN_FINISHED = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
 POLL_SECONDS = 0.5
@@ -29,16 +32,22 @@ class WatchAborted(RuntimeError):
     """Watching stopped before the run ended; the message says why."""
 
 
-def read_progress(url: str, dag_id: str, run_id: str) -> tuple[str, list[str]]:
-    """The run's state and its task instances' states."""
+def read_progress(url: str, dag_id: str, run_id: str) -> tuple[str, list[str], list[ItemsProgress]]:
+    """The run's state, its task instances' states, and the items of its iterable ones."""
     with session_scope(url) as session:
         run_state = session.scalars(
             select(DagRun.state).filter_by(dag_id=dag_id, run_id=run_id)
         ).one()
-        states = session.scalars(
-            select(TaskInstance.state).filter_by(dag_id=dag_id, run_id=run_id)
+        rows = session.execute(
+            select(TaskInstance.task_id, TaskInstance.map_index, TaskInstance.state).filter_by(
+                dag_id=dag_id, run_id=run_id
+            )
         ).all()
-    return str(run_state), [str(state) for state in states]
+        structure = session.scalars(select(DagModel.structure).filter_by(dag_id=dag_id)).first()
+        tasks = (structure or {}).get("tasks", {})
+        pairs = ((row.task_id, row.map_index) for row in rows)
+        items = items_of(session, dag_id, run_id, pairs, tasks)
+    return str(run_state), [str(row.state) for row in rows], list(items.values())
 
 
 def watch_run(
@@ -64,8 +73,8 @@ def watch_run(
 
 def _poll_until_finished(url: str, view: RunProgress, live: Live, problem: Problem | None) -> str:
     while True:
-        run_state, states = read_progress(url, view.dag_id, view.run_id)
-        view.update(run_state, states)
+        run_state, states, items = read_progress(url, view.dag_id, view.run_id)
+        view.update(run_state, states, items)
         live.refresh()
         if run_state in RUN_FINISHED:
             return run_state
