@@ -126,7 +126,11 @@ def _tasks_of(value: Task | XComArg | Iterable[Task | XComArg]) -> list[Task]:
         return [value]
     if isinstance(value, XComArg):
         return [value.task]
-    return [task for item in value for task in _tasks_of(item)]
+    if isinstance(value, list | tuple | set):
+        return [task for item in value for task in _tasks_of(item)]
+    raise DagDefinitionError(
+        f"cannot depend on {value!r}: use a task, a task's result, or a list of them"
+    )
 
 
 class TaskDecorator:

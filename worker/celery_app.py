@@ -15,6 +15,7 @@ from broker_config import (
     publish_many,
 )
 from state.db import forget_engines_after_fork
+from state.scheduling import Enqueue
 from tradewind.settings import get_settings
 from worker.execute import execute
 
@@ -44,10 +45,16 @@ def execute_task_instance(self: Any, *args: Any, message: Any = None, **unexpect
         log.error("dropped broker message: %s", error)
         return "dropped"
     app = self.app
-    return execute(parsed, get_settings(), lambda ready: publish_many(app, ready))
+
+    def publish(ready: list[Enqueue]) -> None:
+        publish_many(app, ready)
+
+    return execute(parsed, get_settings(), publish)
 
 
-@signals.worker_process_init.connect
 def _fresh_pool_process(**_: Any) -> None:
     # A pool process is forked from the worker: its pooled connections are the parent's.
     forget_engines_after_fork()
+
+
+signals.worker_process_init.connect(_fresh_pool_process)

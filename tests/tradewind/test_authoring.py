@@ -469,3 +469,8 @@ def test_dependency_on_a_task_of_another_dag_by_xcom_raises() -> None:
         values = extract()
     with DAG("consumer"), pytest.raises(DagDefinitionError, match="different DAGs"):
         transform(values)
+
+
+def test_a_dependency_on_something_that_is_not_a_task_is_a_clear_error() -> None:
+    with DAG("bad_dependency"), pytest.raises(DagDefinitionError, match="cannot depend on 'b'"):
+        noop() >> "b"
