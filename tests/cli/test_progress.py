@@ -147,9 +147,9 @@ def test_reading_the_items_costs_the_same_queries_for_10_or_1000(
 
 
 def render(view: RunProgress) -> str:
-    console = Console(file=io.StringIO(), width=120, color_system=None)
-    console.print(view)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None).print(view)
+    return out.getvalue()
 
 
 def test_the_live_view_shows_an_item_bar_while_the_run_has_iterable_task_instances() -> None:
