@@ -41,6 +41,7 @@ class Enqueue:
 
 # Built once (a pass runs them for every run, and building costs more than a cached execute).
 _LOCK_RUN = select(DagRun).where(DagRun.id == bindparam("run_pk")).with_for_update(skip_locked=True)
+_WAIT_FOR_RUN = select(DagRun).where(DagRun.id == bindparam("run_pk")).with_for_update()
 _RUN_ROWS = select(
     TaskInstance.id,
     TaskInstance.task_id,
@@ -50,10 +51,16 @@ _RUN_ROWS = select(
 ).where(TaskInstance.dag_id == bindparam("dag_id"), TaskInstance.run_id == bindparam("run_id"))
 
 
-def lock_run(session: Session, run_pk: int) -> DagRun | None:
-    """The run, row-locked for this transaction; None if another process holds it."""
+def lock_run(session: Session, run_pk: int, wait: bool = False) -> DagRun | None:
+    """The run, row-locked for this transaction; None if another process holds it.
+
+    ``wait=True`` waits for the holder instead (a supervisor's downstream pass): a scheduler that
+    holds the run may have read it before this try's end committed, and skipping would leave the
+    downstream task waiting a whole scheduler loop.
+    """
     options = {"populate_existing": True}
-    return session.scalars(_LOCK_RUN, {"run_pk": run_pk}, execution_options=options).first()
+    statement = _WAIT_FOR_RUN if wait else _LOCK_RUN
+    return session.scalars(statement, {"run_pk": run_pk}, execution_options=options).first()
 
 
 def schedule_run(
@@ -167,14 +174,14 @@ def settle_run(
         run.state = target
 
 
-def schedule_run_by_pk(session: Session, run_pk: int) -> list[Enqueue]:
-    """Lock and schedule one run if nobody else holds it (a supervisor's downstream pass)."""
-    return try_schedule_run(session, run_pk) or []
+def schedule_run_by_pk(session: Session, run_pk: int, wait: bool = False) -> list[Enqueue]:
+    """Lock and schedule one run (if nobody else holds it, unless ``wait``)."""
+    return try_schedule_run(session, run_pk, wait) or []
 
 
-def try_schedule_run(session: Session, run_pk: int) -> list[Enqueue] | None:
+def try_schedule_run(session: Session, run_pk: int, wait: bool = False) -> list[Enqueue] | None:
     """As ``schedule_run_by_pk``, but None when another process holds the run (no pass ran)."""
-    run = lock_run(session, run_pk)
+    run = lock_run(session, run_pk, wait)
     if run is None:
         return None
     if run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):

@@ -117,7 +117,7 @@ def _schedule_downstream(url: str, claim: Claim, publish: Publisher) -> None:
     """Queue the run's newly ready task instances now, not at the next scheduler loop."""
     try:
         with session_scope(url) as session:
-            ready = schedule_run_by_pk(session, claim.run_pk)
+            ready = schedule_run_by_pk(session, claim.run_pk, wait=True)
         if ready:
             publish(ready)
     except Exception:
