@@ -158,9 +158,7 @@ def _mapping_structure(mapping: dict[str, Any] | None) -> dict[str, Any] | None:
     return {key: value for key, value in mapping.items() if key != "kwargs"}
 
 
-def dag(
-    dag_id_or_function: str | Callable[..., Any] | None = None, **dag_kwargs: Any
-) -> Any:
+def dag(dag_id_or_function: str | Callable[..., Any] | None = None, **dag_kwargs: Any) -> Any:
     """``@dag`` / ``@dag(dag_id=..., schedule=...)``: calling the function builds the DAG.
 
     The function's parameters with defaults become the DAG's params; tasks see the trigger's

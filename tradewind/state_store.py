@@ -53,7 +53,6 @@ def encode_value(key: str, value: Any) -> str:
         raise StateValueError(f"state value for {key!r} is not JSON: {error}") from None
 
 
-
 def expires_at(retention: dt.timedelta | _NeverExpire | None) -> dt.datetime | None:
     if retention is None or retention is NEVER_EXPIRE:
         return None

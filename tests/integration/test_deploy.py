@@ -34,7 +34,9 @@ def test_compose_has_every_service_with_a_healthcheck() -> None:
     for name in ("redis", "postgres", "scheduler", "worker", "flower"):
         assert services[name]["healthcheck"]["test"], name
     assert services["init"]["command"] == ["tradewind", "db", "migrate"]
-    assert services["scheduler"]["depends_on"]["init"]["condition"] == "service_completed_successfully"
+    assert (
+        services["scheduler"]["depends_on"]["init"]["condition"] == "service_completed_successfully"
+    )
 
 
 @pytest.mark.parametrize("service", OUR_SERVICES)
@@ -63,12 +65,18 @@ def test_compose_commands_run_a_dag(fleet) -> None:
 @pytest.mark.timeout(180)
 def test_procfile_runs_a_dag_with_honcho(fleet) -> None:
     procfile = (ROOT / "Procfile").read_text()
-    assert {line.split(":")[0] for line in procfile.splitlines() if line} == {"scheduler", "worker", "flower"}
+    assert {line.split(":")[0] for line in procfile.splitlines() if line} == {
+        "scheduler",
+        "worker",
+        "flower",
+    }
     fleet.env["PATH"] = f"{BIN}{os.pathsep}{fleet.env['PATH']}"
     fleet.env["FLOWER_PORT"] = "5599"
     fleet.env["FLOWER_UNAUTHENTICATED_API"] = "true"
     subprocess.run([str(BIN / "tradewind"), "db", "migrate"], env=fleet.env, check=True, timeout=60)
-    fleet.start("honcho", [str(BIN / "honcho"), "start", "-f", str(ROOT / "Procfile"), "-d", str(ROOT)])
+    fleet.start(
+        "honcho", [str(BIN / "honcho"), "start", "-f", str(ROOT / "Procfile"), "-d", str(ROOT)]
+    )
     fleet.trigger("xcom_pipeline", "procfile")
     assert fleet.wait_run("xcom_pipeline", "procfile") == "success"
     fleet.wait_for(lambda: _flower_answers(5599), 60, "Flower's API")
