@@ -47,7 +47,7 @@ def scheduler() -> None:
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 def worker(ctx: typer.Context) -> None:
-    """Run a Celery worker: the same as ``celery -A worker worker [options]``."""
+    """Run a Celery worker: the same as `celery -A worker worker`, with the same options."""
     settings_or_exit()
     from celery.bin.celery import main as celery_main
 
