@@ -90,7 +90,7 @@ class XComHelperProcess:
         if self._asked_id is None or self._running is not None:
             return
         if self._stop_at is not None:
-            self._send(p.XComBackendCall(id=self._asked_id, hook="exit"))
+            self._send(p.XComBackendCall(id=self._asked_id, operation="exit"))
             self._asked_id = None
         elif self._queued:
             call, self._running = self._queued.popleft()

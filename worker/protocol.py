@@ -254,7 +254,7 @@ TO_TASK: TypeAdapter[ToTask] = TypeAdapter(ToTask)
 
 
 class XComItem(BaseModel):
-    """One XCom: where it lives, and a value (``store``) or the stored row (other hooks)."""
+    """One XCom: where it lives, and a value (``store``) or the stored row (other operations)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -281,13 +281,13 @@ class XComBackendCall(_Message):
     """The reply to the helper's await or result: the next call to run, or ``exit``."""
 
     type: Literal["XComBackendCall"] = "XComBackendCall"
-    hook: Literal["store", "load", "load_many", "purge", "exit"]
+    operation: Literal["exit", "load", "load_many", "purge", "store"]
     # store, load, purge: one item; load_many: the rows in the order their values come back.
     items: list[XComItem] = Field(default_factory=list)
 
 
 FromHelper = Annotated[
-    AwaitXComBackendCall | XComBackendResult | GetConnection | GetVariable | MaskSecret,
+    XComBackendResult | AwaitXComBackendCall | MaskSecret | GetVariable | GetConnection,
     Field(discriminator="type"),
 ]
 ToHelper = Annotated[

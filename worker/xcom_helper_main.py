@@ -70,7 +70,7 @@ def serve(comms: socket.socket) -> None:
         # Answer each call with the reason rather than exit: "helper exited" would hide it.
         backend = _Unusable(str(error))
     call = channel.next_call(p.AwaitXComBackendCall())
-    while call.hook != "exit":
+    while call.operation != "exit":
         call = channel.next_call(run_call(backend, call))
 
 

@@ -41,7 +41,7 @@ class Supervisor:
 
     def call(self, name: str, hook: str, *items: p.XComItem) -> None:
         finish = lambda result: self.results.append((name, result))  # noqa: E731
-        self.helper.call(p.XComBackendCall(hook=hook, items=list(items)), finish)
+        self.helper.call(p.XComBackendCall(operation=hook, items=list(items)), finish)
 
     def turn(self, until: Callable[[], bool], seconds: float = 20.0) -> None:
         deadline = time.monotonic() + seconds

@@ -1,4 +1,4 @@
-"""Running ``XComBackendCall``s: the one place a call's hook meets a backend method.
+"""Running ``XComBackendCall``s: the one place a call's operation meets a backend method.
 
 The helper process runs calls with ``run_call``; the supervisor runs them in its own process
 only for the SQL backend (``InProcessCalls``), whose calls do no I/O. Both hand the result to
@@ -39,20 +39,20 @@ def item(where: XComAddress, value: Any) -> p.XComItem:
 
 def _one(call: p.XComBackendCall) -> tuple[XComAddress, Any]:
     if len(call.items) != 1:
-        raise ValueError(f"a {call.hook} call takes one item, got {len(call.items)}")
+        raise ValueError(f"a {call.operation} call takes one item, got {len(call.items)}")
     return address(call.items[0]), call.items[0].value
 
 
 def _dispatch(backend: XComBackend, call: p.XComBackendCall) -> Any:
-    if call.hook == "store":
+    if call.operation == "store":
         return backend.store(*_one(call))
-    if call.hook == "load":
+    if call.operation == "load":
         return backend.load(*_one(call))
-    if call.hook == "load_many":
+    if call.operation == "load_many":
         return backend.load_many([(address(i), i.value) for i in call.items])
-    if call.hook == "purge":
+    if call.operation == "purge":
         return backend.purge(*_one(call))
-    raise ValueError(f"unknown XCom backend hook {call.hook!r}")
+    raise ValueError(f"unknown XCom backend operation {call.operation!r}")
 
 
 def run_call(backend: XComBackend, call: p.XComBackendCall) -> p.XComBackendResult:

@@ -81,7 +81,7 @@ def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
     # One queue, in order: the load below is answered only after every purge is.
     calls = xcoms.purges or xcoms.calls
     for key, row in xcoms.stale:
-        call = p.XComBackendCall(hook="purge", items=[item(_address(ctx.ti, key), row)])
+        call = p.XComBackendCall(operation="purge", items=[item(_address(ctx.ti, key), row)])
         calls.call(call, _purged(ctx, key, failures))
     with session_scope(ctx.url) as session:
         found = {ref: _stored_items(session, ctx.ti, *ref) for ref in refs}
@@ -90,7 +90,7 @@ def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
     def loaded(result: p.XComBackendResult) -> None:
         ctx.reply_later(request, lambda: _details(ctx, failures, found, result))
 
-    calls.call(p.XComBackendCall(hook="load_many", items=items), loaded)
+    calls.call(p.XComBackendCall(operation="load_many", items=items), loaded)
     return None
 
 
@@ -208,7 +208,7 @@ def get_xcom(ctx: TryContext, request: p.GetXCom) -> p._Message | None:
     def loaded(result: p.XComBackendResult) -> None:
         ctx.reply_later(request, lambda: _xcom_result(result, indexes))
 
-    ctx.xcoms.calls.call(p.XComBackendCall(hook="load_many", items=items), loaded)
+    ctx.xcoms.calls.call(p.XComBackendCall(operation="load_many", items=items), loaded)
     return None
 
 
@@ -226,7 +226,7 @@ def set_xcom(ctx: TryContext, request: p.SetXCom) -> p._Message | None:
         ctx.reply_later(request, lambda: _write_row(ctx, where, result_value(result)))
 
     ctx.xcoms.calls.call(
-        p.XComBackendCall(hook="store", items=[item(where, request.value)]), stored
+        p.XComBackendCall(operation="store", items=[item(where, request.value)]), stored
     )
     return None
 
