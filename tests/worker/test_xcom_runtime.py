@@ -37,8 +37,8 @@ from worker.xcom.object_storage import REFERENCE_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).parent / "runtimes" / "scripted_task.js"
-HEARTBEAT_SECONDS = 0.2
-ZOMBIE_SECONDS = 1.0
+HEARTBEAT_SECONDS = 0.5
+ZOMBIE_SECONDS = 2.5
 
 DAGS = """
 from tradewind import dag, task
@@ -344,6 +344,6 @@ def test_a_task_slow_to_read_its_reply_does_not_hold_up_heartbeats(
         sampler.join()
     assert outcomes == ["success", "success"]
     assert f"stdout: pulled {8 << 20}" in setup.log(run_pk, "reader")
-    assert len(watch.heartbeats) >= 10
+    assert len(watch.heartbeats) >= 5  # several beats during a read of ~4 s
     assert watch.worst_gap_seconds() <= HEARTBEAT_SECONDS + 1.0
     assert not watch.zombie_seen
