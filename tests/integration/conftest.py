@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -183,14 +183,28 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, pg_url: str, redis_url: str) -> Iterator[Fleet]:
-    env = _base_env(tmp_path, DAGS)
-    env.update(TRADEWIND_DATABASE_URL=pg_url, TRADEWIND_BROKER_URL=redis_url)
-    upgrade(pg_url)
-    running = Fleet(tmp_path, env, pg_url)
-    yield running
-    running.stop()
+def make_fleet(tmp_path: Path, pg_url: str, redis_url: str) -> Iterator[Callable[..., Fleet]]:
+    """Build a fleet on PostgreSQL + Redis over ``dags``, with settings overridden by keyword."""
+    made: list[Fleet] = []
+
+    def make(dags: Path = DAGS, **env_overrides: str) -> Fleet:
+        env = _base_env(tmp_path, dags)
+        env.update(TRADEWIND_DATABASE_URL=pg_url, TRADEWIND_BROKER_URL=redis_url, **env_overrides)
+        upgrade(pg_url)
+        with session_scope(pg_url) as session:
+            sync_dags(session, dags)
+        made.append(Fleet(tmp_path, env, pg_url))
+        return made[-1]
+
+    yield make
+    for running in made:
+        running.stop()
     get_engine(pg_url).dispose()
+
+
+@pytest.fixture
+def fleet(make_fleet: Callable[..., Fleet]) -> Fleet:
+    return make_fleet()
 
 
 @pytest.fixture

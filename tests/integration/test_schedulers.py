@@ -11,15 +11,13 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
-from scheduler.dag_sync import sync_dags
-from state.db import get_engine, session_scope
-from state.migrate import upgrade
+from state.db import session_scope
 from state.models import DagRun, TaskInstance
 from state.runs import create_run
 from tests.integration.conftest import Fleet
@@ -31,29 +29,15 @@ RUNS, TASKS = 50, 20
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, pg_url: str, redis_url: str) -> Iterator[Fleet]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
-    env.update(
-        TRADEWIND_HOME=str(tmp_path),
-        TRADEWIND_DAGS_FOLDER=str(DAGS),
-        TRADEWIND_DATABASE_URL=pg_url,
-        TRADEWIND_BROKER_URL=redis_url,
-        TRADEWIND_HEARTBEAT_SECONDS="0.5",
+def fleet(make_fleet: Callable[..., Fleet], tmp_path: Path) -> Fleet:
+    return make_fleet(
+        DAGS,
         TRADEWIND_ZOMBIE_THRESHOLD_SECONDS="3",
         # Short, so a message a killed scheduler queued in SQL but never sent is re-sent soon.
         TRADEWIND_TASK_QUEUED_TIMEOUT_SECONDS="5",
         TRADEWIND_SCHEDULER_INTERVAL_SECONDS="1",
-        TRADEWIND_KILL_GRACE_SECONDS="1",
         SCHEDULER_TEST_RECORD=str(tmp_path / "executions.txt"),
-        PYTHONUNBUFFERED="1",
     )
-    upgrade(pg_url)
-    with session_scope(pg_url) as session:
-        sync_dags(session, DAGS)
-    running = Fleet(tmp_path, env, pg_url)
-    yield running
-    running.stop()
-    get_engine(pg_url).dispose()
 
 
 def executions(fleet: Fleet) -> list[tuple[str, ...]]:

@@ -10,15 +10,11 @@ killing a worker six times (retries=5).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from scheduler.dag_sync import sync_dags
-from state.db import get_engine, session_scope
-from state.migrate import upgrade
 from tests.integration.conftest import Fleet
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -27,26 +23,12 @@ DAGS = Path(__file__).parent / "scheduler_dags"
 
 
 @pytest.fixture
-def fleet(tmp_path: Path, pg_url: str, redis_url: str) -> Iterator[Fleet]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
-    env.update(
-        TRADEWIND_HOME=str(tmp_path),
-        TRADEWIND_DAGS_FOLDER=str(DAGS),
-        TRADEWIND_DATABASE_URL=pg_url,
-        TRADEWIND_BROKER_URL=redis_url,
-        TRADEWIND_HEARTBEAT_SECONDS="0.5",
+def fleet(make_fleet: Callable[..., Fleet], tmp_path: Path) -> Fleet:
+    return make_fleet(
+        DAGS,
         TRADEWIND_ZOMBIE_THRESHOLD_SECONDS="2",
-        TRADEWIND_SCHEDULER_INTERVAL_SECONDS="0.2",
         SCHEDULER_TEST_RECORD=str(tmp_path / "tries.txt"),
-        PYTHONUNBUFFERED="1",
     )
-    upgrade(pg_url)
-    with session_scope(pg_url) as session:
-        sync_dags(session, DAGS)
-    running = Fleet(tmp_path, env, pg_url)
-    yield running
-    running.stop()
-    get_engine(pg_url).dispose()
 
 
 def test_a_task_that_keeps_killing_its_worker_is_failed_after_max_deliveries(
