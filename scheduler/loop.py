@@ -141,7 +141,7 @@ class Scheduler:
                         log.error("%s.%s: %s", ti.dag_id, ti.task_id, error)
                         failed.append(_lost(ti, error))
                     continue
-                resend += [_enqueue_of(row) for row in resend_queued(session, ti, now)]
+                resend += [Enqueue.of(row) for row in resend_queued(session, ti, now)]
         self._publish(resend)
         self._run_callbacks(failed)
         stats.resent += len(resend)
@@ -171,7 +171,3 @@ class Scheduler:
 
 def _lost(ti: TaskInstance, error: str) -> LostTry:
     return LostTry(ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.try_number, error)
-
-
-def _enqueue_of(ti: TaskInstance) -> Enqueue:
-    return Enqueue(ti.id, ti.try_number, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.queue)

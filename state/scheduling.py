@@ -38,6 +38,11 @@ class Enqueue:
     map_index: int
     queue: str
 
+    @classmethod
+    def of(cls, ti: TaskInstance) -> Enqueue:
+        """The try a task instance row holds, as it stands after being queued."""
+        return cls(ti.id, ti.try_number, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.queue)
+
 
 # Built once (a pass runs them for every run, and building costs more than a cached execute).
 _LOCK_RUN = select(DagRun).where(DagRun.id == bindparam("run_pk")).with_for_update(skip_locked=True)
@@ -154,10 +159,7 @@ def _queue_scheduled(
     }
     queued = transition_tis_returning(session, ready, [TI.SCHEDULED], TI.QUEUED, values)
     states.update(dict.fromkeys((ti.id for ti in queued), TI.QUEUED))
-    return [
-        Enqueue(ti.id, ti.try_number, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.queue)
-        for ti in queued
-    ]
+    return [Enqueue.of(ti) for ti in queued]
 
 
 def settle_run(

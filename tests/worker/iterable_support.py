@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from broker_config import TaskInstanceMessage
+from broker_config import message_of
 from scheduler.dag_sync import sync_dags
 from state.db import session_scope
 from state.enums import DagRunState, TaskInstanceState
@@ -25,17 +25,6 @@ from state.scheduling import Enqueue, schedule_run_by_pk
 from tradewind.settings import Settings
 from worker.claim import Claim, claim_try
 from worker.execute import execute
-
-
-def message_of(enqueue: Enqueue) -> TaskInstanceMessage:
-    return TaskInstanceMessage(
-        ti_id=enqueue.ti_id,
-        try_number=enqueue.try_number,
-        dag_id=enqueue.dag_id,
-        run_id=enqueue.run_id,
-        task_id=enqueue.task_id,
-        map_index=enqueue.map_index,
-    )
 
 
 @dataclass
