@@ -120,6 +120,6 @@ def test_a_run_locked_by_one_scheduler_is_skipped_by_another(pg: str) -> None:
         started = time.monotonic()
         assert lock_run(other, run_pk) is None
         assert schedule_run_by_pk(other, run_pk) == []
-        assert time.monotonic() - started < 1.0  # skipped, not waited for
+        assert time.monotonic() - started < 5.0  # skipped, not waited for (waiting would hang)
     with factory() as session:
         assert session.scalars(select(DagRun.state)).one() == DagRunState.QUEUED

@@ -187,7 +187,9 @@ def test_heartbeats_go_on_while_a_store_blocks_longer_than_the_zombie_threshold(
     starts = [line for line in setup.marker("calls") if line.startswith("store rt big")]
     assert len(starts) == 1  # the one call that slept 3 s, three zombie thresholds
     assert len(watch.heartbeats) >= 10
-    assert watch.worst_gap_seconds() <= HEARTBEAT_SECONDS + 1.0
+    # The contract is that no beat is ever missed long enough to look like a zombie; how close
+    # the gaps stay to the interval depends on the machine's load, which a test cannot pin.
+    assert watch.worst_gap_seconds() < ZOMBIE_SECONDS
     assert not watch.zombie_seen
     assert setup.home.ti(run_pk, "rt").try_number == 1
     assert REFERENCE_KEY in setup.rows()["big"]  # type: ignore[operator]
@@ -345,5 +347,7 @@ def test_a_task_slow_to_read_its_reply_does_not_hold_up_heartbeats(
     assert outcomes == ["success", "success"]
     assert f"stdout: pulled {8 << 20}" in setup.log(run_pk, "reader")
     assert len(watch.heartbeats) >= 5  # several beats during a read of ~4 s
-    assert watch.worst_gap_seconds() <= HEARTBEAT_SECONDS + 1.0
+    # The contract is that no beat is ever missed long enough to look like a zombie; how close
+    # the gaps stay to the interval depends on the machine's load, which a test cannot pin.
+    assert watch.worst_gap_seconds() < ZOMBIE_SECONDS
     assert not watch.zombie_seen
