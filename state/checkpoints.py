@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from state.models import TaskInstance, TaskStateValue, utcnow
 from state.transitions import Fence, assert_fence
 from state.upserts import insert_for
-from state.values import TIKey, read_states_with_prefix
+from state.values import TIKey, delete_returning_objects, read_states_with_prefix
 
 #: Every checkpoint key starts with this; a user's key may not (``TaskStateStore`` refuses it).
 CHECKPOINT_PREFIX = "_iterable_"
@@ -94,16 +94,21 @@ def _rows_of(ti: TIKey) -> tuple[ColumnElement[bool], ...]:
     )
 
 
-def delete_batches(session: Session, fence: Fence, ti: TIKey) -> int:
-    """Delete the batches of ``ti`` (after its success); the marker and user keys stay."""
+def delete_batches(session: Session, fence: Fence, ti: TIKey) -> dict[str, str]:
+    """Delete the batches of ``ti`` (after its success); the marker and user keys stay.
+
+    Returns the deleted rows that referred to objects, by key (``delete_returning_objects``).
+    """
     assert_fence(session, fence)
     statement = delete(TaskStateValue).where(
         *_rows_of(ti), TaskStateValue.key.startswith(BATCH_PREFIX, autoescape=True)
     )
-    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+    return delete_returning_objects(session, statement)
 
 
-def delete_user_states(session: Session, fence: Fence, ti: TIKey, suffix: str = "") -> int:
+def delete_user_states(
+    session: Session, fence: Fence, ti: TIKey, suffix: str = ""
+) -> dict[str, str]:
     """A user's ``clear()``: delete their keys (those ending in ``suffix``), never checkpoints.
 
     An item of an iterable task clears only its own keys (they end with its suffix); clearing
@@ -115,7 +120,7 @@ def delete_user_states(session: Session, fence: Fence, ti: TIKey, suffix: str = 
     )
     if suffix:
         statement = statement.where(TaskStateValue.key.endswith(suffix, autoescape=True))
-    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+    return delete_returning_objects(session, statement)
 
 
 def set_items_total(session: Session, fence: Fence, total: int) -> None:

@@ -9,15 +9,15 @@ Every move is conditional on the try it ends, so a sweep that lost a race moves 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Row, select, update
 from sqlalchemy.orm import Session
 
 from state.enums import TaskInstanceState
 from state.models import DagModel, TaskInstance, utcnow
-from state.transitions import Fence, transition_tis, transition_tis_returning
+from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
 
 TI = TaskInstanceState
 
@@ -55,9 +55,9 @@ def find_stalled_queued(session: Session, cutoff: dt.datetime) -> list[TaskInsta
     return list(session.scalars(query.with_for_update(skip_locked=True)))
 
 
-def resend_queued(session: Session, ti: TaskInstance, now: dt.datetime) -> list[TaskInstance]:
+def resend_queued(session: Session, ti: TaskInstance, now: dt.datetime) -> Sequence[Row[Any]]:
     """Count one more send of the same try (no try consumed); the rows to publish again."""
-    values = {"queued_at": now, "queued_resends": TaskInstance.queued_resends + 1}
+    values = {"queued_at": now, "queued_resends": INCREMENT}
     return transition_tis_returning(
         session, [ti.id], [TI.QUEUED], TI.QUEUED, values, try_number=ti.try_number
     )

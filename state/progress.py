@@ -9,7 +9,8 @@ the completion marker's counts remain.
 The values are the ones ``worker/checkpoints.py`` writes: a batch is
 ``{"generation": g, "outcomes": [{"i": index, "s": status, ...}]}``, the marker
 ``{"generation": g, "total": n, "succeeded": ..., "failed": ..., "skipped": ...}``;
-tests/state/test_progress.py writes them with the worker's own classes.
+tests/state/test_progress.py writes them with the worker's own classes. A batch kept in object
+storage (``state/objects.py``) is read from what its row keeps of it: ``batch_progress``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from state.checkpoints import CHECKPOINT_PREFIX, MARKER_KEY, batch_number
 from state.models import TaskInstance, TaskStateValue
+from state.objects import STATE_OBJECT_KEY
 from state.values import TIKey
 
 
@@ -116,9 +118,31 @@ def _latest_statuses(rows: dict[str, str], generation: int) -> dict[int, str]:
     number = 0
     while number in batches:
         value = json.loads(batches[number])
+        if isinstance(value, dict) and STATE_OBJECT_KEY in value:
+            value = value.get(PROGRESS_KEY)  # the batch is in object storage
         if not isinstance(value, dict) or value.get("generation") != generation:
             break
         for entry in value.get("outcomes", []):
             statuses[entry["i"]] = entry["s"]
         number += 1
     return statuses
+
+
+#: Where the row of a batch kept in object storage holds what progress reads of it.
+PROGRESS_KEY = "progress"
+
+
+def batch_progress(value: Any) -> dict[str, Any] | None:
+    """What progress reads of a batch: its generation, and each entry's index and status.
+
+    The supervisor keeps it in the row of a batch it stores in object storage, so that progress
+    stays two queries, with no object read.
+    """
+    if not isinstance(value, dict) or not isinstance(value.get("outcomes"), list):
+        return None
+    entries = [
+        {"i": entry["i"], "s": entry["s"]}
+        for entry in value["outcomes"]
+        if isinstance(entry, dict) and "i" in entry and "s" in entry
+    ]
+    return {"generation": value.get("generation"), "outcomes": entries}

@@ -12,8 +12,9 @@ from sqlalchemy.orm import Session
 
 from state.enums import CLEARABLE, DagRunState, TaskInstanceState
 from state.models import DagModel, DagRun, TaskInstance, TaskStateValue, XCom, utcnow
-from state.transitions import transition_run, transition_tis
+from state.transitions import INCREMENT, transition_run, transition_tis
 from state.upserts import insert_missing
+from state.values import refers_to_object
 
 TI = TaskInstanceState
 
@@ -119,12 +120,15 @@ def clear_task_instances(
     task_ids: Collection[str] | None = None,
     keep_state: bool = False,
     purge_xcoms: Callable[[Sequence[XCom]], None] | None = None,
+    purge_states: Callable[[Sequence[TaskStateValue]], None] | None = None,
 ) -> int:
     """Reset task instances for another run: a new generation, XComs (and state) discarded.
 
     The try number is kept (tries go on counting) and the task gets its full retries again.
     ``purge_xcoms`` is given the XCom rows about to be deleted, so a backend that keeps values
-    elsewhere deletes them too (``worker.xcom.xcom_purger``); if it raises, nothing is cleared.
+    elsewhere deletes them too (``worker.xcom.xcom_purger``); ``purge_states`` likewise gets the
+    discarded state rows that refer to objects (``worker.state_store.state_purger``). If either
+    raises, nothing is cleared.
     """
     dag_model = get_dag_model(session, run.dag_id)
     tasks: Mapping[str, Any] = dag_model.structure["tasks"]
@@ -140,7 +144,7 @@ def clear_task_instances(
     for ti in tis:
         retries = int(tasks.get(ti.task_id, {}).get("retries", 0))
         values = {
-            "generation": TaskInstance.generation + 1,
+            "generation": INCREMENT,
             "max_tries": ti.try_number + retries + 1,
             "fence_token": None,
             "next_retry_at": None,
@@ -150,7 +154,7 @@ def clear_task_instances(
         }
         # A writer that moved it since the read won: its results are not ours to discard.
         if transition_tis(session, [ti.id], [TI(ti.state)], TI.NONE, values):
-            _discard_results(session, ti, keep_state, purge_xcoms)
+            _discard_results(session, ti, keep_state, purge_xcoms, purge_states)
             cleared += 1
     if cleared and run.state in (DagRunState.SUCCESS, DagRunState.FAILED):
         values = {"end_date": None}
@@ -163,30 +167,30 @@ def _discard_results(
     ti: TaskInstance,
     keep_state: bool,
     purge_xcoms: Callable[[Sequence[XCom]], None] | None = None,
+    purge_states: Callable[[Sequence[TaskStateValue]], None] | None = None,
 ) -> None:
     if purge_xcoms is not None:
-        rows = session.scalars(
-            select(XCom).where(
-                XCom.dag_id == ti.dag_id,
-                XCom.run_id == ti.run_id,
-                XCom.task_id == ti.task_id,
-                XCom.map_index == ti.map_index,
-            )
-        ).all()
+        rows = session.scalars(select(XCom).where(*_rows_of(XCom, ti))).all()
         if rows:
             purge_xcoms(rows)
+    if purge_states is not None and not keep_state:
+        query = select(TaskStateValue).where(*_rows_of(TaskStateValue, ti), refers_to_object())
+        if state_rows := session.scalars(query).all():
+            purge_states(state_rows)
     tables: list[type[XCom] | type[TaskStateValue]] = (
         [XCom] if keep_state else [XCom, TaskStateValue]
     )
     for table in tables:
-        session.execute(
-            delete(table).where(
-                table.dag_id == ti.dag_id,
-                table.run_id == ti.run_id,
-                table.task_id == ti.task_id,
-                table.map_index == ti.map_index,
-            )
-        )
+        session.execute(delete(table).where(*_rows_of(table, ti)))
+
+
+def _rows_of(table: type[XCom] | type[TaskStateValue], ti: TaskInstance) -> tuple[Any, ...]:
+    return (
+        table.dag_id == ti.dag_id,
+        table.run_id == ti.run_id,
+        table.task_id == ti.task_id,
+        table.map_index == ti.map_index,
+    )
 
 
 def mark_run_started(session: Session, run: DagRun) -> None:

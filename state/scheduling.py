@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session
 
 from state.enums import FINISHED, DagRunState, TaskInstanceState
@@ -21,7 +21,7 @@ from state.models import DagModel, DagRun, TaskInstance, utcnow
 from state.pools import may_start_run, room_to_queue
 from state.readiness import TIRow, evaluate, run_outcome
 from state.runs import mark_run_started, verify_integrity
-from state.transitions import transition_run, transition_tis, transition_tis_returning
+from state.transitions import INCREMENT, transition_run, transition_tis, transition_tis_returning
 
 TI = TaskInstanceState
 
@@ -39,7 +39,7 @@ class Enqueue:
     queue: str
 
     @classmethod
-    def of(cls, ti: TaskInstance) -> Enqueue:
+    def of(cls, ti: TaskInstance | Row[Any]) -> Enqueue:
         """The try a task instance row holds, as it stands after being queued."""
         return cls(ti.id, ti.try_number, ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.queue)
 
@@ -148,7 +148,7 @@ def _queue_scheduled(
     room = room_to_queue(session, dag_id, max_tasks, {pools[ti_id] for ti_id in scheduled})
     ready = [ti_id for ti_id in scheduled if room.take(pools[ti_id])]
     values = {
-        "try_number": TaskInstance.try_number + 1,
+        "try_number": INCREMENT,
         "queued_at": now,
         "fence_token": None,
         # Not ``deliveries``: it counts across tries until a supervisor records an end.

@@ -1,7 +1,9 @@
 """XCom rows and state-store values of task instances, read and written with fenced writes.
 
 Values are JSON text here; what the text means (a value, or a reference to an object in
-object storage) is the business of the backend that wrote it.
+object storage) is the business of the backend that wrote it. For state values, this module
+knows one thing more: which rows refer to an object (``state/objects.py``), so that deletes
+report them (their objects must go too) and housekeeping leaves them alone.
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import delete, make_url, or_, select
+from sqlalchemy import ColumnElement, Delete, case, delete, make_url, not_, or_, select
 from sqlalchemy.orm import Session
 
 from state.models import TaskStateValue, XCom, utcnow
+from state.objects import REFERENCE_PREFIX
 from state.transitions import Fence, assert_fence
 
 
@@ -94,18 +97,50 @@ def write_state(
     )
 
 
-def delete_states(session: Session, fence: Fence, ti: TIKey, keys: list[str] | None = None) -> int:
-    """Delete some keys, or every key when ``keys`` is None; returns how many went."""
+def refers_to_object() -> ColumnElement[bool]:
+    """State rows whose text is a reference to an object, not the value itself."""
+    return TaskStateValue.value.startswith(REFERENCE_PREFIX, autoescape=True)
+
+
+def object_reference(session: Session, ti: TIKey, key: str) -> str | None:
+    """The text of ``key``'s row if it refers to an object (expired or not), else None."""
+    query = select(TaskStateValue.value).where(
+        *_match(TaskStateValue, ti), TaskStateValue.key == key, refers_to_object()
+    )
+    return session.scalars(query).first()
+
+
+def delete_returning_objects(session: Session, statement: Delete) -> dict[str, str]:
+    """Run a DELETE of state rows; returns the deleted rows that referred to objects, by key.
+
+    One statement (``RETURNING``): whoever deletes a row must be told of its object, or the
+    object outlives every row that could lead to it.
+    """
+    reference = case((refers_to_object(), TaskStateValue.value), else_=None)
+    rows = session.execute(statement.returning(TaskStateValue.key, reference))
+    return {key: text for key, text in rows if text is not None}
+
+
+def delete_states(
+    session: Session, fence: Fence, ti: TIKey, keys: list[str] | None = None
+) -> dict[str, str]:
+    """Delete some keys, or every key when ``keys`` is None; returns those that had objects."""
     assert_fence(session, fence)
     statement = delete(TaskStateValue).where(*_match(TaskStateValue, ti))
     if keys is not None:
         statement = statement.where(TaskStateValue.key.in_(keys))
-    return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
+    return delete_returning_objects(session, statement)
 
 
 def purge_expired_states(session: Session, now: dt.datetime | None = None) -> int:
-    """Housekeeping: drop state values past their ``expires_at``."""
-    statement = delete(TaskStateValue).where(TaskStateValue.expires_at <= (now or utcnow()))
+    """Housekeeping: drop state values past their ``expires_at``.
+
+    A row that refers to an object stays: object storage does not apply ``expires_at`` (the row
+    still hides the value once expired), and the row is how a delete or clear finds the object.
+    """
+    statement = delete(TaskStateValue).where(
+        TaskStateValue.expires_at <= (now or utcnow()), not_(refers_to_object())
+    )
     return int(session.execute(statement).rowcount)  # type: ignore[attr-defined]
 
 

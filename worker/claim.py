@@ -9,14 +9,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Table, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
 from state.models import DagModel, DagRun, TaskInstance, utcnow
-from state.transitions import Fence, transition_tis, transition_tis_returning
+from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
 from state.values import TIKey
 
 TI = TaskInstanceState
@@ -45,55 +45,90 @@ def claim_try(
     ``max_deliveries`` with no try ending, the try is failed (a task that kills its worker).
     """
     token = uuid.uuid4().hex
+    now = utcnow()
     values = {
         "fence_token": token,
-        "hostname": socket.gethostname(),
+        "hostname": _HOSTNAME,
         "pid": os.getpid(),
-        "start_date": utcnow(),
-        "last_heartbeat": utcnow(),
+        "start_date": now,
+        "last_heartbeat": now,
         "end_date": None,
-        "deliveries": TaskInstance.deliveries + 1,
+        "deliveries": INCREMENT,
     }
-    claimed = transition_tis_returning(
-        session, [message.ti_id], [TI.QUEUED], TI.RUNNING, values, try_number=message.try_number
-    )
-    if not claimed:
+    claimed = _claim(session, message, values)
+    if claimed is None:
         return _why_not_claimed(session, message, max_deliveries)
-    ti = claimed[0]
+    ti, run = claimed
     if max_deliveries is not None and ti.deliveries > max_deliveries:
         return fail_overdelivered(session, ti.id, ti.try_number, ti.deliveries, max_deliveries)
-    # Only this task's slice of the DAG's structure: a large DAG's JSON is hundreds of KiB.
-    row = session.execute(
-        select(
-            DagRun.id,
-            DagRun.conf,
-            DagRun.run_type,
-            DagRun.logical_date,
-            DagRun.data_interval_start,
-            DagRun.data_interval_end,
-            DagModel.fileloc,
-            DagModel.structure[("tasks", ti.task_id)].label("task_spec"),
-            DagModel.structure["params"].label("params"),
-        )
-        .join(DagModel, DagModel.dag_id == DagRun.dag_id)
-        .where(DagRun.dag_id == ti.dag_id, DagRun.run_id == ti.run_id)
-    ).one()
     return Claim(
         fence=Fence(ti.id, message.try_number, token),
         ti=TIKey(ti.dag_id, ti.run_id, ti.task_id, ti.map_index),
-        run_pk=row.id,
+        run_pk=run.run_pk,
         max_tries=ti.max_tries,
         generation=ti.generation,
-        fileloc=row.fileloc,
-        task_spec=row.task_spec or {},
+        fileloc=run.fileloc,
+        task_spec=run.task_spec or {},
         run={
-            "params": {**(row.params or {}), **(row.conf or {})},
-            "run_type": row.run_type,
-            "logical_date": row.logical_date,
-            "data_interval_start": row.data_interval_start,
-            "data_interval_end": row.data_interval_end,
+            "params": {**(run.params or {}), **(run.conf or {})},
+            "run_type": run.run_type,
+            "logical_date": run.logical_date,
+            "data_interval_start": run.data_interval_start,
+            "data_interval_end": run.data_interval_end,
         },
     )
+
+
+_HOSTNAME = socket.gethostname()
+_TI: Table = TaskInstance.__table__  # type: ignore[assignment]
+_RUN: Table = DagRun.__table__  # type: ignore[assignment]
+_DAG: Table = DagModel.__table__  # type: ignore[assignment]
+_JOIN_RUN = (
+    _RUN.c.dag_id == _TI.c.dag_id,
+    _RUN.c.run_id == _TI.c.run_id,
+    _DAG.c.dag_id == _TI.c.dag_id,
+)
+
+
+def _run_columns(task_spec: ColumnElement[Any]) -> tuple[ColumnElement[Any], ...]:
+    """What a claim reads of the run and of the DAG: only this task's slice of the structure
+    (a large DAG's JSON is hundreds of KiB)."""
+    return (
+        _RUN.c.id.label("run_pk"),
+        _RUN.c.conf,
+        _RUN.c.run_type,
+        _RUN.c.logical_date,
+        _RUN.c.data_interval_start,
+        _RUN.c.data_interval_end,
+        _DAG.c.fileloc,
+        task_spec.label("task_spec"),
+        _DAG.c.structure["params"].label("params"),
+    )
+
+
+_RUN_COLUMNS_JOINED = _run_columns(_DAG.c.structure["tasks"][_TI.c.task_id])
+
+
+def _claim(
+    session: Session, message: TaskInstanceMessage, values: dict[str, Any]
+) -> tuple[Any, Any] | None:
+    """The claimed row and its run's, or None when the compare-and-set lost."""
+    args = (session, [message.ti_id], [TI.QUEUED], TI.RUNNING, values, message.try_number)
+    if session.get_bind().dialect.name == "postgresql":
+        # One statement: the UPDATE joins the run and the DAG and returns what the try needs.
+        rows = transition_tis_returning(*args, joined=_JOIN_RUN, also=_RUN_COLUMNS_JOINED)
+        return (rows[0], rows[0]) if rows else None
+    # SQLite cannot return the columns of the tables an UPDATE joins: a second statement.
+    rows = transition_tis_returning(*args)
+    if not rows:
+        return None
+    ti = rows[0]
+    run = session.execute(
+        select(*_run_columns(_DAG.c.structure[("tasks", ti.task_id)]))
+        .select_from(_RUN.join(_DAG, _DAG.c.dag_id == _RUN.c.dag_id))
+        .where(_RUN.c.dag_id == ti.dag_id, _RUN.c.run_id == ti.run_id)
+    ).one()
+    return ti, run
 
 
 def _why_not_claimed(

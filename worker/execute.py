@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 
 from broker_config import TaskInstanceMessage
-from state.db import session_scope
+from state.db import session_scope, statement_scope
 from state.enums import TaskInstanceState
 from state.scheduling import Enqueue, schedule_run_by_pk
 from tradewind.exceptions import TaskNotFound
@@ -30,7 +30,8 @@ Publisher = Callable[[list[Enqueue]], None]
 def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher) -> str:
     """Run the try ``message`` names; returns the state recorded (or why it was dropped)."""
     url = settings.sql_url
-    with session_scope(url) as session:
+    # Statements each whole on their own: the claim is one compare-and-set (on PostgreSQL).
+    with statement_scope(url) as session:
         claim = claim_try(session, message, settings.max_deliveries)
     if isinstance(claim, str):
         log.warning("dropped message for %s: %s", message.describe(), claim)
@@ -103,7 +104,7 @@ def _record(url: str, claim: Claim, final: Final | None, try_log: TryLog) -> str
     if final is None:
         try_log.line("supervisor", "the try lost its task instance: nothing recorded")
         return "lost"
-    with session_scope(url) as session:
+    with statement_scope(url) as session:
         recorded = record_final(session, claim, final)
     if not recorded:
         try_log.line("supervisor", f"could not record {final.state}: the try no longer holds it")

@@ -1,0 +1,48 @@
+"""The engine's pool: connections in steady use are not pinged; a stale idle one is replaced."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from sqlalchemy import text
+
+import state.db
+from state.db import get_engine, session_scope
+from tests.conftest import PG_ADMIN_URL
+
+
+def backend_pid(url: str) -> int:
+    with session_scope(url) as session:
+        return int(session.scalar(text("SELECT pg_backend_pid()")))
+
+
+@pytest.mark.integration
+def test_an_idle_connection_killed_by_the_server_is_replaced_before_use(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = backend_pid(pg_url)
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [first])
+    monkeypatch.setattr(state.db, "IDLE_SECONDS_BEFORE_PING", 0.0)
+
+    second = backend_pid(pg_url)  # no error: the ping found it dead and the pool opened another
+
+    assert second != first
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("idle_seconds", "expected_pings"), [(10.0, 0), (0.0, 5)])
+def test_only_a_connection_idle_past_the_threshold_is_pinged(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, idle_seconds: float, expected_pings: int
+) -> None:
+    engine = get_engine(pg_url)
+    backend_pid(pg_url)
+    pings: list[object] = []
+    ping = engine.dialect.do_ping
+    monkeypatch.setattr(engine.dialect, "do_ping", lambda conn: pings.append(conn) or ping(conn))
+    monkeypatch.setattr(state.db, "IDLE_SECONDS_BEFORE_PING", idle_seconds)
+
+    for _ in range(5):
+        backend_pid(pg_url)
+
+    assert len(pings) == expected_pings
