@@ -15,12 +15,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import ColumnElement, delete, not_, update
-from sqlalchemy import text as sql
+from sqlalchemy import (
+    ColumnElement,
+    Insert,
+    Table,
+    bindparam,
+    delete,
+    func,
+    not_,
+    null,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
+from state.enums import TaskInstanceState
 from state.models import TaskInstance, TaskStateValue, utcnow
-from state.transitions import Fence, assert_fence
+from state.transitions import Fence, TryFenced, assert_fence
 from state.upserts import insert_for
 from state.values import TIKey, delete_returning_objects, read_states_with_prefix
 
@@ -66,23 +78,75 @@ def read_checkpoints(session: Session, ti: TIKey) -> StoredCheckpoints:
 
 
 def write_checkpoint(session: Session, fence: Fence, ti: TIKey, key: str, value: str) -> None:
-    """One checkpoint row, fenced: one upsert, and on PostgreSQL no wait for the WAL flush.
+    """One checkpoint row, fenced; on PostgreSQL one statement, with no wait for the WAL flush.
 
     A checkpoint lost to a crash of the database server costs what an unwritten round costs
-    (its items run again on the next try, DESIGN.md §5 rule 7), while the flush is most of a
-    write's time here and the items of a round wait for their write.
+    (its items run again on the next try, DESIGN.md §5 rule 7), while the items of a round wait
+    for their write: a 16,194-item task writes 1,013 of them.
     """
+    now = utcnow()
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(sql("SET LOCAL synchronous_commit = off"))
+        # Parameter names that are not column names: an UPDATE takes those as values to SET.
+        row = {**ti.__dict__, "key": key, "value": value}
+        params = {f"row_{name}": v for name, v in row.items()}
+        params.update(now=now, fence_ti=fence.ti_id, fence_try=fence.try_number)
+        params["fence_token_"] = fence.token
+        if session.execute(_FENCED_UPSERT, params).first() is None:  # the fence did not match
+            raise TryFenced(
+                f"try {fence.try_number} of task instance {fence.ti_id} no longer holds it"
+            )
+        return
     assert_fence(session, fence)
-    row = {**ti.__dict__, "key": key, "value": value, "expires_at": None, "updated_at": utcnow()}
+    row = {**ti.__dict__, "key": key, "value": value, "expires_at": None, "updated_at": now}
     statement = insert_for(session)(TaskStateValue).values(row)
     session.execute(
         statement.on_conflict_do_update(
-            index_elements=["dag_id", "run_id", "task_id", "map_index", "key"],
-            set_={"value": value, "expires_at": None, "updated_at": row["updated_at"]},
+            index_elements=_UNIQUE,
+            set_={"value": value, "expires_at": None, "updated_at": now},
         )
     )
+
+
+_UNIQUE = ["dag_id", "run_id", "task_id", "map_index", "key"]
+
+
+def _fenced_upsert() -> Insert:
+    """``assert_fence`` and the upsert as one PostgreSQL statement (built once).
+
+    The fence is a data-modifying CTE: it takes the task instance's row lock and bumps its
+    heartbeat, as ``assert_fence`` does, and the row is written only if it matched. Its
+    RETURNING also turns off the wait for the WAL flush for this transaction alone.
+    """
+    ti: Table = TaskInstance.__table__  # type: ignore[assignment]
+    state: Table = TaskStateValue.__table__  # type: ignore[assignment]
+    fence = (
+        update(ti)
+        .where(
+            ti.c.id == bindparam("fence_ti"),
+            ti.c.try_number == bindparam("fence_try"),
+            ti.c.fence_token == bindparam("fence_token_"),
+            ti.c.state == TaskInstanceState.RUNNING,
+        )
+        .values(last_heartbeat=bindparam("now"))
+        .returning(func.set_config("synchronous_commit", "off", True).label("flush"))
+        .cte("fence")
+    )
+    columns = [*_UNIQUE, "value", "updated_at"]
+    row = select(*(bindparam(f"row_{name}", type_=state.c[name].type) for name in columns[:-1]))
+    row = row.add_columns(bindparam("now", type_=state.c.updated_at.type)).select_from(fence)
+    statement = postgresql.insert(state).from_select(columns, row)
+    upsert = statement.on_conflict_do_update(
+        index_elements=_UNIQUE,
+        set_={
+            "value": statement.excluded.value,
+            "expires_at": null(),
+            "updated_at": statement.excluded.updated_at,
+        },
+    )
+    return upsert.returning(state.c.id)  # a row count does not survive the CTE here: a row does
+
+
+_FENCED_UPSERT = _fenced_upsert()
 
 
 def _rows_of(ti: TIKey) -> tuple[ColumnElement[bool], ...]:

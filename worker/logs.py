@@ -40,8 +40,12 @@ class TryLog:
         return text
 
     def line(self, source: str, text: str) -> None:
+        self._write(source, [text])
+
+    def _write(self, source: str, texts: list[str]) -> None:
+        """Lines of one source, one timestamp and one flush for all (a read holds many)."""
         stamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-        self._file.write(f"[{stamp}] {source}: {self.mask(text)}\n")
+        self._file.write("".join(f"[{stamp}] {source}: {self.mask(text)}\n" for text in texts))
         self._file.flush()
 
     def feed(self, source: str, data: bytes) -> None:
@@ -50,8 +54,8 @@ class TryLog:
         Split as bytes and decoded per line: a character that one read cut in two is not garbled.
         """
         *lines, rest = (self._partial.pop(source, b"") + data).split(b"\n")
-        for complete in lines:
-            self.line(source, complete.decode("utf-8", errors="replace"))
+        if lines:
+            self._write(source, [line.decode("utf-8", errors="replace") for line in lines])
         if rest:
             self._partial[source] = rest
 
