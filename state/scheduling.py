@@ -183,12 +183,49 @@ def schedule_run_by_pk(session: Session, run_pk: int, wait: bool = False) -> lis
 
 def try_schedule_run(session: Session, run_pk: int, wait: bool = False) -> list[Enqueue] | None:
     """As ``schedule_run_by_pk``, but None when another process holds the run (no pass ran)."""
-    run = lock_run(session, run_pk, wait)
-    if run is None:
+    statement = _LOCK_RUN_WITH_DAG_WAIT if wait else _LOCK_RUN_WITH_DAG
+    options = {"populate_existing": True}
+    locked = session.execute(statement, {"run_pk": run_pk}, execution_options=options).first()
+    if locked is None:
         return None
+    run, version_hash, is_paused = locked
     if run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
         return []
-    dag_model = session.get(DagModel, run.dag_id)
-    if dag_model is None or dag_model.is_paused:
+    if version_hash is None or is_paused:
         return []
-    return schedule_run(session, run, dag_model)
+    return schedule_run(session, run, dag_structure(session, run.dag_id, version_hash))
+
+
+# The run, locked, with what says whether its DAG's structure changed: one statement.
+_LOCK_RUN_WITH_DAG = (
+    select(DagRun, DagModel.version_hash, DagModel.is_paused)
+    .outerjoin(DagModel, DagModel.dag_id == DagRun.dag_id)
+    .where(DagRun.id == bindparam("run_pk"))
+)
+_LOCK_RUN_WITH_DAG_WAIT = _LOCK_RUN_WITH_DAG.with_for_update(of=DagRun)
+_LOCK_RUN_WITH_DAG = _LOCK_RUN_WITH_DAG.with_for_update(of=DagRun, skip_locked=True)
+
+#: The last structure read of each DAG in this process, by its version hash.
+_STRUCTURES: dict[str, DagModel] = {}
+
+
+def dag_structure(session: Session, dag_id: str, version_hash: str) -> DagModel:
+    """The DAG at ``version_hash``, read once per version in a process.
+
+    A pass reads only the hash with the run it locks: a 200-task DAG's structure costs a
+    supervisor's downstream pass more to fetch and decode than the rest of its reads. The copy
+    kept is a transient row, never attached to a session, and is read, never changed.
+    """
+    cached = _STRUCTURES.get(dag_id)
+    if cached is not None and cached.version_hash == version_hash:
+        return cached
+    row = session.execute(
+        select(DagModel.fileloc, DagModel.structure, DagModel.version_hash).where(
+            DagModel.dag_id == dag_id
+        )
+    ).one()
+    snapshot = DagModel(
+        dag_id=dag_id, fileloc=row.fileloc, structure=row.structure, version_hash=row.version_hash
+    )
+    _STRUCTURES[dag_id] = snapshot
+    return snapshot

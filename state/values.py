@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, Delete, case, delete, make_url, not_, or_, select
+from sqlalchemy import ColumnElement, Delete, delete, make_url, not_, or_, select, true
 from sqlalchemy.orm import Session
 
 from state.models import TaskStateValue, XCom, utcnow
@@ -113,12 +113,17 @@ def object_reference(session: Session, ti: TIKey, key: str) -> str | None:
 def delete_returning_objects(session: Session, statement: Delete) -> dict[str, str]:
     """Run a DELETE of state rows; returns the deleted rows that referred to objects, by key.
 
-    One statement (``RETURNING``): whoever deletes a row must be told of its object, or the
-    object outlives every row that could lead to it.
+    Whoever deletes a row must be told of its object, or the object outlives every row that
+    could lead to it. A SELECT of the same rows first, in the same transaction, rather than
+    ``DELETE … RETURNING``, which SQLite has only since 3.35.
     """
-    reference = case((refers_to_object(), TaskStateValue.value), else_=None)
-    rows = session.execute(statement.returning(TaskStateValue.key, reference))
-    return {key: text for key, text in rows if text is not None}
+    query = select(TaskStateValue.key, TaskStateValue.value).where(
+        statement.whereclause if statement.whereclause is not None else true(),
+        refers_to_object(),
+    )
+    objects = {row.key: row.value for row in session.execute(query)}
+    session.execute(statement)
+    return objects
 
 
 def delete_states(

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ENV_PREFIX = "TRADEWIND_"
@@ -34,7 +35,9 @@ class Settings(BaseSettings):
     # A Connection holding the object store's credentials (for s3://: key, secret, endpoint).
     object_storage_conn_id: str | None = None
     xcom_object_threshold_bytes: int = Field(default=65536, ge=0)
-    state_store_backend: str = "sql"
+    # Where state values over TRADEWIND_STATE_STORE_MAX_VALUE_BYTES go: refused past what the
+    # database takes (sql), or to TRADEWIND_OBJECT_STORAGE_URL (object_storage).
+    state_store_backend: Literal["sql", "object_storage"] = "sql"
     state_store_max_value_bytes: int = Field(default=65536, gt=0)
     heartbeat_seconds: float = Field(default=5.0, gt=0)
     zombie_threshold_seconds: float = Field(default=30.0, gt=0)
@@ -54,6 +57,12 @@ class Settings(BaseSettings):
         if value is not None and "://" not in value:
             raise ValueError("a URL with a scheme, such as redis://host:6379/0")
         return value
+
+    @model_validator(mode="after")
+    def _object_storage_has_a_url(self) -> Settings:
+        if self.state_store_backend == "object_storage" and not self.object_storage_url:
+            raise ValueError(needs_object_storage_url("TRADEWIND_STATE_STORE_BACKEND"))
+        return self
 
     @property
     def resolved_home(self) -> Path:
@@ -90,8 +99,18 @@ class Settings(BaseSettings):
         return Path("dags").resolve()
 
 
+def needs_object_storage_url(variable: str) -> str:
+    """The error of ``variable=object_storage`` without ``TRADEWIND_OBJECT_STORAGE_URL``."""
+    return (
+        f"{variable}=object_storage needs TRADEWIND_OBJECT_STORAGE_URL "
+        "(an fsspec URL such as s3://bucket/prefix or file:///path)"
+    )
+
+
 def _one_line(error: ValidationError) -> str:
     first = error.errors()[0]
+    if not first["loc"]:  # a rule between variables: its message names them
+        return str(first.get("ctx", {}).get("error", first["msg"]))
     name = ENV_PREFIX + str(first["loc"][0]).upper() if first["loc"] else ENV_PREFIX + "*"
     return f"{name}: {first['msg']} (got {first.get('input')!r})"
 

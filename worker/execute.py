@@ -38,16 +38,19 @@ def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher
         return "dropped"
     path = log_path(settings.logs_folder, *_log_key(claim))
     try_log = TryLog(path)
+    ready: list[Enqueue] = []
     try:
         try_log.line("supervisor", f"running {message.describe()}")
         final = run_claimed(claim, settings, try_log)
-        state = _record(url, claim, final, try_log)
+        state, ready = _record(url, claim, final, try_log)
     finally:
         try_log.close()
-    # A task with nothing downstream leaves the run's bookkeeping to the scheduler loop:
-    # re-reading a large run after every one of its independent tasks would cost O(N) each.
-    if claim.task_spec.get("downstream"):
-        _schedule_downstream(url, claim, publish)
+    if ready:
+        try:
+            publish(ready)
+        except Exception:
+            # Queued in SQL already: the scheduler re-sends a message that never arrives.
+            log.exception("publishing the downstream of %s failed", claim.ti)
     return state
 
 
@@ -100,27 +103,38 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
             ctx.xcoms.helper.close()
 
 
-def _record(url: str, claim: Claim, final: Final | None, try_log: TryLog) -> str:
+def _record(
+    url: str, claim: Claim, final: Final | None, try_log: TryLog
+) -> tuple[str, list[Enqueue]]:
+    """Record the end of the try; the downstream tries it made ready, to publish."""
     if final is None:
         try_log.line("supervisor", "the try lost its task instance: nothing recorded")
-        return "lost"
-    with statement_scope(url) as session:
-        recorded = record_final(session, claim, final)
+        return "lost", []
+    recorded, ready = _end_try(url, claim, final)
     if not recorded:
         try_log.line("supervisor", f"could not record {final.state}: the try no longer holds it")
-        return "lost"
+        return "lost", []
     suffix = f": {final.error}" if final.error and final.state != TaskInstanceState.SUCCESS else ""
     try_log.line("supervisor", f"try {claim.fence.try_number} ended {final.state}{suffix}")
-    return str(final.state)
+    return str(final.state), ready
 
 
-def _schedule_downstream(url: str, claim: Claim, publish: Publisher) -> None:
-    """Queue the run's newly ready task instances now, not at the next scheduler loop."""
-    try:
-        with session_scope(url) as session:
-            ready = schedule_run_by_pk(session, claim.run_pk, wait=True)
-        if ready:
-            publish(ready)
-    except Exception:
-        # The scheduler loop guarantees progress; this pass only makes it sooner.
-        log.exception("scheduling downstream of %s failed; the scheduler will do it", claim.ti)
+def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]:
+    """The end, and with it (one transaction) a pass over the run if the task has downstream.
+
+    The pass queues what the end made ready now, not at the next scheduler loop. A task with
+    nothing downstream leaves the run to the scheduler: re-reading a large run after each of
+    its independent tasks would cost O(N) every time. Locks are taken task instance first, then
+    the run: the scheduler's passes lock runs, but never the row of a running try.
+    """
+    if claim.task_spec.get("downstream"):
+        try:
+            with session_scope(url) as session:
+                if not record_final(session, claim, final):
+                    return False, []
+                return True, schedule_run_by_pk(session, claim.run_pk, wait=True)
+        except Exception:
+            # The scheduler loop guarantees progress; the pass only makes it sooner.
+            log.exception("scheduling downstream of %s failed; the scheduler will do it", claim.ti)
+    with statement_scope(url) as session:
+        return record_final(session, claim, final), []

@@ -13,6 +13,9 @@ backend call never delays the task's heartbeats or its ``execution_timeout``:
 - stopping sends ``exit`` (at once if the helper is waiting for a call, else when it next asks),
   waits up to ``exit_timeout_seconds``, then terminates its process group.
 
+With the state store on object storage, a try that has no helper gets a ``HelperOnDemand``,
+whose process starts at its first call (the try's first large state value).
+
 Frames to the helper go through a non-blocking outbox: a helper that stops reading cannot block
 the loop, however large the value it was sent.
 """
@@ -263,3 +266,49 @@ class XComHelperProcess:
             self._gone = "the XCom backend helper process was stopped"
         self._fail_waiting(self._gone)
         close_process_handles(self.process)
+
+
+class HelperOnDemand:
+    """A helper process started by its first call: a try that never needs one pays nothing.
+
+    Used for the state store's objects (``worker/state_store/serving.py``): most tries never
+    store a large state value, and a helper costs an interpreter start. It is registered in the
+    try's selector like a started helper, and starts (and registers) its process when a call
+    first comes, which is always from the loop.
+    """
+
+    def __init__(self, answer: Answer, log: TryLog) -> None:
+        self._answer = answer
+        self._log = log
+        self._selector: selectors.BaseSelector | None = None
+        self.started: XComHelperProcess | None = None
+
+    def call(self, call: p.XComBackendCall, finish: Finish) -> None:
+        if self.started is None:
+            self.started = XComHelperProcess.start(self._answer, self._log)
+            if self._selector is not None:
+                self.started.register(self._selector)
+        self.started.call(call, finish)
+
+    def register(self, selector: selectors.BaseSelector) -> None:
+        self._selector = selector
+        if self.started is not None:
+            self.started.register(selector)
+
+    def begin_stop(self, now: float) -> None:
+        if self.started is not None:
+            self.started.begin_stop(now)
+
+    def next_deadline(self) -> float:
+        return self.started.next_deadline() if self.started is not None else float("inf")
+
+    def on_time(self, now: float) -> None:
+        if self.started is not None:
+            self.started.on_time(now)
+
+    def finished(self) -> bool:
+        return self.started is None or self.started.finished()
+
+    def close(self) -> None:
+        if self.started is not None:
+            self.started.close()

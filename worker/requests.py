@@ -6,7 +6,6 @@ that lost its task instance (cleared, or given up as a zombie) gets an ``ErrorRe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,11 +18,11 @@ from state.connections import get_connection as read_connection
 from state.connections import get_variable as read_variable
 from state.db import session_scope
 from state.transitions import Fence, TryFenced
-from state.values import TIKey, database_max_value_bytes, read_state, write_state
-from state.values import delete_states as delete_state_rows
+from state.values import TIKey
 from tradewind.connections import is_sensitive
 from worker import protocol as p
 from worker.logs import TryLog
+from worker.state_store import serving as state
 from worker.xcom import serving
 from worker.xcom.base import XComBackendError
 
@@ -49,46 +48,21 @@ class TryContext:
     outcome: Outcome | None = None
     lost: bool = False
     checkpoint_keys: set[str] = field(default_factory=set)
-    # TRADEWIND_STATE_STORE_MAX_VALUE_BYTES: a state value above it is written with a warning.
+    # TRADEWIND_STATE_STORE_MAX_VALUE_BYTES: a state value above it is written with a warning,
+    # or goes to object storage (worker/state_store/serving.py).
     max_value_bytes: int = 65536
     xcoms: serving.TryXComs = field(default_factory=serving.TryXComs)
     # Set by the supervisor loop: sends a reply to the task (a reply that waited on the helper).
     send: Callable[[p._Message], None] | None = None
 
-    def reply_later(self, request: p._Message, produce: Callable[[], p._Message]) -> None:
-        """Send the reply of a request whose handler returned None, once it can be made."""
+    def reply_later(self, request: p._Message, produce: Callable[[], p._Message | None]) -> None:
+        """Send the reply of a request whose handler returned None, once it can be made.
+
+        ``produce`` may itself return None: it started another call, whose callback replies.
+        """
         reply = answer(self, request, produce)
         if reply is not None and self.send is not None:
             self.send(reply)
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, separators=(",", ":"))
-
-
-class ValueTooLarge(ValueError):
-    """A state value larger than the database accepts: refused before any SQL is sent."""
-
-
-def _state_text(ctx: TryContext, key: str, value: Any) -> str:
-    """The JSON text of a state value, its size checked in UTF-8 bytes against both limits."""
-    if value is None:
-        raise ValueError(f"state value for {key!r} is None: use delete() to remove a key")
-    text = _json_text(value)
-    size = len(text.encode())
-    limit = database_max_value_bytes(ctx.url)
-    if size > limit:
-        raise ValueTooLarge(
-            f"state value {key!r} is {size} bytes, over the {limit} bytes the database accepts"
-        )
-    if size > ctx.max_value_bytes:
-        ctx.log.line(
-            "supervisor",
-            f"warning: state value {key!r} is {size} bytes, over "
-            f"TRADEWIND_STATE_STORE_MAX_VALUE_BYTES ({ctx.max_value_bytes} bytes); large values "
-            "belong in object storage",
-        )
-    return text
 
 
 def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
@@ -98,63 +72,6 @@ def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message |
             f"this supervisor speaks {p.PROTOCOL_VERSION}"
         )
     return serving.start_try(ctx, request)
-
-
-def get_state_value(ctx: TryContext, request: p.GetStateValue) -> p._Message:
-    with session_scope(ctx.url) as session:
-        text = read_state(session, ctx.ti, request.key)
-    if text is None:
-        return p.StateValueResult(found=False)
-    return p.StateValueResult(found=True, value=json.loads(text))
-
-
-def set_state_value(ctx: TryContext, request: p.SetStateValue) -> p._Message:
-    text = _state_text(ctx, request.key, request.value)
-    with session_scope(ctx.url) as session:
-        write_state(session, ctx.fence, ctx.ti, request.key, text, request.expires_at)
-    return p.OKResponse()
-
-
-def delete_state_value(ctx: TryContext, request: p.DeleteStateValue) -> p._Message:
-    with session_scope(ctx.url) as session:
-        delete_state_rows(session, ctx.fence, ctx.ti, [request.key])
-    return p.OKResponse()
-
-
-def clear_state_values(ctx: TryContext, request: p.ClearStateValues) -> p._Message:
-    with session_scope(ctx.url) as session:
-        cp.delete_user_states(session, ctx.fence, ctx.ti, request.key_suffix)
-    return p.OKResponse()
-
-
-def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> p._Message:
-    key = cp.batch_key(request.number)
-    text = _state_text(ctx, key, request.value)
-    with session_scope(ctx.url) as session:
-        cp.write_checkpoint(session, ctx.fence, ctx.ti, key, text)
-    return p.OKResponse()
-
-
-def write_checkpoint_marker(ctx: TryContext, request: p.WriteCheckpointMarker) -> p._Message:
-    text = _state_text(ctx, cp.MARKER_KEY, request.value)
-    with session_scope(ctx.url) as session:
-        cp.write_checkpoint(session, ctx.fence, ctx.ti, cp.MARKER_KEY, text)
-    return p.OKResponse()
-
-
-def read_checkpoint_batches(ctx: TryContext, request: p.ReadCheckpointBatches) -> p._Message:
-    with session_scope(ctx.url) as session:
-        stored = cp.read_checkpoints(session, ctx.ti)
-    return p.CheckpointBatchesResult(
-        batches={number: json.loads(text) for number, text in stored.batches.items()},
-        marker=json.loads(stored.marker) if stored.marker is not None else None,
-    )
-
-
-def clear_checkpoint_batches(ctx: TryContext, request: p.ClearCheckpointBatches) -> p._Message:
-    with session_scope(ctx.url) as session:
-        cp.delete_batches(session, ctx.fence, ctx.ti)
-    return p.OKResponse()
 
 
 def set_items_total(ctx: TryContext, request: p.SetItemsTotal) -> p._Message:
@@ -222,14 +139,14 @@ HANDLERS: dict[type[p._Message], Handler] = {
     p.GetTaskDetails: get_task_details,
     p.GetXCom: serving.get_xcom,
     p.SetXCom: serving.set_xcom,
-    p.GetStateValue: get_state_value,
-    p.SetStateValue: set_state_value,
-    p.DeleteStateValue: delete_state_value,
-    p.ClearStateValues: clear_state_values,
-    p.WriteCheckpointBatch: write_checkpoint_batch,
-    p.WriteCheckpointMarker: write_checkpoint_marker,
-    p.ReadCheckpointBatches: read_checkpoint_batches,
-    p.ClearCheckpointBatches: clear_checkpoint_batches,
+    p.GetStateValue: state.get_state_value,
+    p.SetStateValue: state.set_state_value,
+    p.DeleteStateValue: state.delete_state_value,
+    p.ClearStateValues: state.clear_state_values,
+    p.WriteCheckpointBatch: state.write_checkpoint_batch,
+    p.WriteCheckpointMarker: state.write_checkpoint_marker,
+    p.ReadCheckpointBatches: state.read_checkpoint_batches,
+    p.ClearCheckpointBatches: state.clear_checkpoint_batches,
     p.SetItemsTotal: set_items_total,
     p.MaskSecret: mask_secret,
     p.GetConnection: get_connection,

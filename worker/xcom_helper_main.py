@@ -1,4 +1,5 @@
-"""The XCom backend helper process: runs the configured backend for a runtime task's supervisor.
+"""The XCom backend helper process: runs the configured backend for a runtime task's supervisor,
+and the state store's object-storage backend for any task's (``XComBackendCall.backend``).
 
 Started per try as ``python -m worker.xcom_helper_main`` with its comms socket's fd in
 ``TRADEWIND_COMMS_FD``. It asks for a call (``AwaitXComBackendCall``), runs it, and answers
@@ -15,12 +16,13 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import Callable
 
-from tradewind.settings import SettingsError, get_settings
+from tradewind.settings import Settings, SettingsError, get_settings
 from worker import protocol as p
 from worker.lookups import CommsLookups, LookupFailed
 from worker.process import COMMS_FD_ENV, _die_with_parent
-from worker.xcom.base import XComBackend
+from worker.xcom.base import Lookups, XComBackend
 from worker.xcom.calls import run_call
 from worker.xcom.configured import make_backend
 
@@ -61,17 +63,38 @@ class _Unusable(XComBackend):
         raise SettingsError(self.error)
 
 
+class Backends:
+    """The XCom backend, built at start; the state store's, built for its first call."""
+
+    def __init__(self, lookups: CommsLookups) -> None:
+        self._lookups = lookups
+        self.xcom = self._build(make_backend)
+        self._state: XComBackend | None = None
+
+    def of(self, call: p.XComBackendCall) -> XComBackend:
+        if call.backend == "xcom":
+            return self.xcom
+        if self._state is None:
+            # Imported here: a helper serving only XComs never loads the state store's code.
+            from worker.state_store.object_storage import ObjectStorageStateBackend
+
+            self._state = self._build(ObjectStorageStateBackend.from_settings)
+        return self._state
+
+    def _build(self, make: Callable[[Settings, Lookups], XComBackend]) -> XComBackend:
+        try:
+            return make(get_settings(), self._lookups)
+        except (SettingsError, LookupFailed) as error:
+            # Answer each call with the reason rather than exit: "helper exited" would hide it.
+            return _Unusable(str(error))
+
+
 def serve(comms: socket.socket) -> None:
     channel = HelperChannel(comms)
-    backend: XComBackend
-    try:
-        backend = make_backend(get_settings(), CommsLookups(channel.request))
-    except (SettingsError, LookupFailed) as error:
-        # Answer each call with the reason rather than exit: "helper exited" would hide it.
-        backend = _Unusable(str(error))
+    backends = Backends(CommsLookups(channel.request))
     call = channel.next_call(p.AwaitXComBackendCall())
     while call.operation != "exit":
-        call = channel.next_call(run_call(backend, call))
+        call = channel.next_call(run_call(backends.of(call), call))
 
 
 def main() -> int:

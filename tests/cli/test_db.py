@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from typer.testing import Result
+from typer.testing import CliRunner, Result
 
 from state.migrate import current_revision
+from tradewind.cli.main import app
 from tradewind.cli.store import head_revision
 from tradewind.settings import get_settings
 
@@ -70,3 +71,18 @@ def test_an_unreachable_store_is_one_line_without_the_password(
     line = one_error_line(result)
     assert "cannot open the SQL store at postgresql://tw:***@127.0.0.1:1/tw: " in line
     assert "s3cret" not in result.output
+
+
+def test_the_object_storage_state_backend_without_a_url_stops_with_exit_2(
+    env: CliEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRADEWIND_STATE_STORE_BACKEND", "object_storage")
+    get_settings.cache_clear()  # read again by the command itself
+
+    result = CliRunner().invoke(app, ["db", "migrate"])
+
+    assert result.exit_code == 2
+    assert one_error_line(result) == (
+        "error: TRADEWIND_STATE_STORE_BACKEND=object_storage needs TRADEWIND_OBJECT_STORAGE_URL "
+        "(an fsspec URL such as s3://bucket/prefix or file:///path)"
+    )

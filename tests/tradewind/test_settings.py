@@ -114,6 +114,7 @@ def test_get_settings_reads_once(env: pytest.MonkeyPatch) -> None:
         ("TRADEWIND_DATABASE_URL", "nonsense"),
         ("TRADEWIND_BROKER_URL", "localhost:6379"),
         ("TRADEWIND_OBJECT_STORAGE_URL", "bucket/prefix"),
+        ("TRADEWIND_STATE_STORE_BACKEND", "s3"),
     ],
 )
 def test_a_bad_value_fails_with_one_line_naming_the_variable(

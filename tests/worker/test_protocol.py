@@ -133,6 +133,22 @@ def test_a_frame_is_a_big_endian_length_then_utf8_json() -> None:
     assert frame[4:] == b'{"id":7,"type":"OKResponse"}'
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        p.GetTaskDetails(protocol_version=p.PROTOCOL_VERSION),
+        p.SucceedTask(),
+        p.SkipTask(reason="x"),
+    ],
+    ids=lambda m: type(m).__name__,
+)
+@pytest.mark.parametrize("request_id", [1, 9, 12345678901])
+def test_a_pre_encoded_request_frames_as_encode_does(message: p._Message, request_id: int) -> None:
+    frame = p.PreEncoded(message).frame(request_id)
+    assert frame == p.encode(message.model_copy(update={"id": request_id}))
+    assert message.id == 0  # the model it was made from is left as it was
+
+
 def test_encode_json_frames_a_plain_payload_for_runtime_tasks(
     pair: tuple[socket.socket, socket.socket],
 ) -> None:

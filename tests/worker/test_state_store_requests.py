@@ -135,7 +135,8 @@ def test_a_value_over_what_the_database_takes_is_refused_before_any_sql(
 
     assert isinstance(reply, p.ErrorResponse)
     assert reply.error == (
-        "ValueTooLarge: state value 'huge' is 62 bytes, over the 50 bytes the database accepts"
+        "ValueTooLarge: state value 'huge' is 62 bytes, over the 50 bytes the database accepts: "
+        "configure TRADEWIND_STATE_STORE_BACKEND=object_storage for values this large"
     )
     assert counter.statements == []
 

@@ -14,6 +14,7 @@ from tradewind.cli.common import fail, settings_or_exit
 from tradewind.cli.logs import follow_log, resolve_log
 from tradewind.cli.store import get_run, open_store
 from tradewind.settings import SettingsError
+from worker.state_store.purge import state_purger
 from worker.xcom import XComBackendError
 from worker.xcom.purge import xcom_purger
 
@@ -35,8 +36,9 @@ def clear(
     """Reset task instances of a run so the scheduler runs them again (their XComs go)."""
     settings = settings_or_exit()
     url = open_store(settings)
-    try:  # with object storage, the cleared XComs' objects go too
+    try:  # with object storage, the objects of the cleared XComs (and state) go too
         purge = xcom_purger(settings)
+        purge_states = None if keep_state else state_purger(settings)
     except (SettingsError, LookupError) as error:
         fail(str(error))
     with session_scope(url) as session:
@@ -44,7 +46,9 @@ def clear(
         dag_model = session.get(DagModel, dag_id)
         check_task_ids(dag_id, dag_model.structure["tasks"] if dag_model else {}, task_ids or [])
         try:
-            count = clear_task_instances(session, run, task_ids or None, keep_state, purge)
+            count = clear_task_instances(
+                session, run, task_ids or None, keep_state, purge, purge_states
+            )
         except (UnknownDag, XComBackendError) as error:
             fail(str(error))
     noun = "task instance" if count == 1 else "task instances"

@@ -37,9 +37,9 @@ class XComAddress:
     map_index: int
     key: str
 
-    def describe(self) -> str:
+    def describe(self, noun: str = "XCom") -> str:
         index = f"[{self.map_index}]" if self.map_index >= 0 else ""
-        return f"XCom {self.key!r} of {self.dag_id}/{self.run_id}/{self.task_id}{index}"
+        return f"{noun} {self.key!r} of {self.dag_id}/{self.run_id}/{self.task_id}{index}"
 
 
 class Lookups(Protocol):

@@ -11,6 +11,8 @@ Credentials: ``TRADEWIND_OBJECT_STORAGE_CONN_ID`` names a Connection (looked up 
 supervisor): for ``s3://``, its login and password are the access key and secret, and its extra
 may hold ``endpoint_url``, ``region_name`` and ``storage_options`` (passed to fsspec as given).
 Without one, the filesystem's own defaults apply (for S3, the ``AWS_*`` environment variables).
+The state store's backend (``worker/state_store/object_storage.py``) is this class with its own
+prefix, reference key and words; ``configured_storage`` is the configuration both read.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from urllib.parse import quote
 
 import fsspec
 
-from tradewind.settings import SettingsError
+from tradewind.settings import SettingsError, needs_object_storage_url
 from worker.xcom.base import Lookups, XComAddress, XComBackend, XComBackendError
 
 if TYPE_CHECKING:
@@ -36,12 +38,15 @@ _SAFE = ":+@=,"
 _CONCURRENT_FETCHES = 8
 
 
-def is_reference(row: Any) -> bool:
-    return isinstance(row, dict) and isinstance(row.get(REFERENCE_KEY), str)
+def is_reference(row: Any, key: str = REFERENCE_KEY) -> bool:
+    return isinstance(row, dict) and isinstance(row.get(key), str)
 
 
 class ObjectStorageXComBackend(XComBackend):
     """Values over ``threshold_bytes`` go to ``url``; the rest stay in their rows."""
+
+    #: The key of a row that refers to an object (the state store's backend has its own).
+    reference_key = REFERENCE_KEY
 
     def __init__(
         self, url: str, threshold_bytes: int, storage_options: dict[str, Any] | None = None
@@ -55,16 +60,12 @@ class ObjectStorageXComBackend(XComBackend):
 
     @classmethod
     def from_settings(cls, settings: Settings, lookups: Lookups) -> XComBackend:
-        if not settings.object_storage_url:
-            raise SettingsError(
-                "TRADEWIND_XCOM_BACKEND=object_storage needs TRADEWIND_OBJECT_STORAGE_URL "
-                "(an fsspec URL such as s3://bucket/prefix or file:///path)"
-            )
-        options: dict[str, Any] = {}
-        if settings.object_storage_conn_id:
-            connection = lookups.get_connection(settings.object_storage_conn_id)
-            options = storage_options(settings.object_storage_url, connection)
-        return cls(settings.object_storage_url, settings.xcom_object_threshold_bytes, options)
+        url, options = configured_storage(settings, lookups, "TRADEWIND_XCOM_BACKEND")
+        return cls(url, settings.xcom_object_threshold_bytes, options)
+
+    def describe(self, where: XComAddress) -> str:
+        """What ``where`` names, in an error message."""
+        return where.describe()
 
     def object_url(self, where: XComAddress) -> str:
         parts = (where.dag_id, where.run_id, where.task_id, str(where.map_index), where.key)
@@ -73,21 +74,22 @@ class ObjectStorageXComBackend(XComBackend):
     def store(self, where: XComAddress, value: Any) -> Any:
         data = json.dumps(value, allow_nan=False, separators=(",", ":")).encode()
         # A value that looks like a reference goes to storage too, so no row is ever ambiguous.
-        if len(data) <= self.threshold_bytes and not is_reference(value):
+        if len(data) <= self.threshold_bytes and not is_reference(value, self.reference_key):
             return value
         url = self.object_url(where)
         try:
             self.fs.pipe_file(self._path(url), data)
         except OSError as error:
             raise XComBackendError(
-                f"could not store {where.describe()} ({len(data)} bytes) at {url}: {error}"
+                f"could not store {self.describe(where)} ({len(data)} bytes) at {url}: {error}"
             ) from None
-        return {REFERENCE_KEY: url, "bytes": len(data)}
+        return {self.reference_key: url, "bytes": len(data)}
 
     def load(self, where: XComAddress, row: Any) -> Any:
-        if not is_reference(row):
+        if not is_reference(row, self.reference_key):
             return row
-        return self._decode(where, row[REFERENCE_KEY], self._fetch(where, row[REFERENCE_KEY]))
+        url = row[self.reference_key]
+        return self._decode(where, url, self._fetch(where, url))
 
     def load_many(self, rows: Sequence[tuple[XComAddress, Any]]) -> list[Any]:
         # Objects are fetched concurrently (latency adds up otherwise); results keep row order.
@@ -95,15 +97,16 @@ class ObjectStorageXComBackend(XComBackend):
             return list(pool.map(lambda pair: self.load(*pair), rows))
 
     def purge(self, where: XComAddress, row: Any) -> None:
-        if not is_reference(row):
+        if not is_reference(row, self.reference_key):
             return
+        url = row[self.reference_key]
         try:
-            self.fs.rm_file(self._path(row[REFERENCE_KEY]))
+            self.fs.rm_file(self._path(url))
         except FileNotFoundError:
             return  # purged before (a clear, then the retry of the same try)
         except OSError as error:
             raise XComBackendError(
-                f"could not purge {where.describe()} at {row[REFERENCE_KEY]}: {error}"
+                f"could not purge {self.describe(where)} at {url}: {error}"
             ) from None
 
     def _path(self, url: str) -> str:
@@ -113,10 +116,12 @@ class ObjectStorageXComBackend(XComBackend):
         try:
             return bytes(self.fs.cat_file(self._path(url)))
         except FileNotFoundError:
-            raise XComBackendError(f"the object of {where.describe()} is missing: {url}") from None
+            raise XComBackendError(
+                f"the object of {self.describe(where)} is missing: {url}"
+            ) from None
         except OSError as error:
             raise XComBackendError(
-                f"could not read the object of {where.describe()} at {url}: {error}"
+                f"could not read the object of {self.describe(where)} at {url}: {error}"
             ) from None
 
     def _decode(self, where: XComAddress, url: str, data: bytes) -> Any:
@@ -124,8 +129,24 @@ class ObjectStorageXComBackend(XComBackend):
             return json.loads(data)
         except ValueError as error:
             raise XComBackendError(
-                f"the object of {where.describe()} at {url} is not JSON: {error}"
+                f"the object of {self.describe(where)} at {url} is not JSON: {error}"
             ) from None
+
+
+def configured_storage(
+    settings: Settings, lookups: Lookups, variable: str
+) -> tuple[str, dict[str, Any]]:
+    """``TRADEWIND_OBJECT_STORAGE_URL`` and the fsspec options its Connection gives, if any.
+
+    ``variable`` names the setting that chose object storage, for the error when no URL is set.
+    """
+    if not settings.object_storage_url:
+        raise SettingsError(needs_object_storage_url(variable))
+    options: dict[str, Any] = {}
+    if settings.object_storage_conn_id:
+        connection = lookups.get_connection(settings.object_storage_conn_id)
+        options = storage_options(settings.object_storage_url, connection)
+    return settings.object_storage_url, options
 
 
 def storage_options(url: str, connection: Connection) -> dict[str, Any]:

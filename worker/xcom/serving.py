@@ -26,7 +26,7 @@ from state.values import TIKey, database_max_value_bytes, read_xcom, read_xcoms,
 from tradewind.context import CONTEXT_KEYS
 from tradewind.xcom_arg import XComArg
 from worker import protocol as p
-from worker.helper_process import XComHelperProcess
+from worker.helper_process import HelperOnDemand, XComHelperProcess
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import BackendCalls, InProcessCalls, item, result_value
 from worker.xcom.configured import backend_class, runs_in_helper
@@ -39,10 +39,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class TryXComs:
-    """What one try's XCom handlers need: where calls go, and what to do at the handshake."""
+    """What one try's XCom handlers need: where calls go, and what to do at the handshake.
+
+    The helper process is the try's, not only the XComs': the state store's object calls go to
+    it too (``state_calls``).
+    """
 
     calls: BackendCalls = field(default_factory=lambda: InProcessCalls(SqlXComBackend()))
-    helper: XComHelperProcess | None = None
+    helper: XComHelperProcess | HelperOnDemand | None = None
+    # Where state values bound for object storage go (TRADEWIND_STATE_STORE_BACKEND=
+    # object_storage): the helper. None with the SQL state backend.
+    state_calls: BackendCalls | None = None
     # Where the handshake's purges go, if not to ``calls``: a Python task's rows pass through the
     # supervisor as given, but what an earlier try stored must be purged by the real backend.
     purges: BackendCalls | None = None
@@ -258,8 +265,9 @@ def prepare_xcoms(
     settings: Settings,
     answer: Callable[[p._Message], p._Message | None],
 ) -> TryXComs:
-    """How this try's XComs will be served; starts the helper process when one is needed.
+    """How this try's XComs and state objects will be served; starts the helper if needed.
 
+    With the state store on object storage, a helper is made ready to start at its first call.
     ``answer`` replies to the helper's own requests (look-ups, secrets) as to the task's. Raises
     ``SettingsError`` when ``TRADEWIND_XCOM_BACKEND`` names no usable backend.
     """
@@ -269,9 +277,14 @@ def prepare_xcoms(
     stale = stale_rows(ctx.url, ctx.ti) if ctx.fence.try_number > 1 else []
     xcoms = TryXComs(stale=stale, arguments=argument_template(task) if runtime else {})
     if runs_elsewhere and (runtime or xcoms.stale):
-        xcoms.helper = XComHelperProcess.start(answer, ctx.log)
+        started = XComHelperProcess.start(answer, ctx.log)
+        xcoms.helper = started
         if runtime:
-            xcoms.calls = xcoms.helper
+            xcoms.calls = started
         else:
-            xcoms.purges = xcoms.helper
+            xcoms.purges = started
+    if settings.state_store_backend == "object_storage":
+        # Most tries store no large state value: without a helper already, start one if needed.
+        xcoms.helper = xcoms.helper or HelperOnDemand(answer, ctx.log)
+        xcoms.state_calls = xcoms.helper
     return xcoms
