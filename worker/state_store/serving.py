@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy.orm import Session
 
 from state import checkpoints as cp
-from state.db import session_scope
+from state.db import session_scope, statement_scope
 from state.objects import STATE_OBJECT_KEY
 from state.progress import PROGRESS_KEY, batch_progress
 from state.transitions import assert_fence
@@ -166,14 +166,16 @@ def _write(
     value: Any,
     write: Write,
     keep: dict[str, Any] | None = None,
+    one_statement: bool = False,
 ) -> p._Message | None:
     """Write ``value`` under ``key`` with ``write`` (a fenced row write), large ones via storage.
 
     ``keep``: what the row of a value sent to storage keeps beside the reference.
+    ``one_statement``: ``write`` is a single statement, which needs no transaction around it.
     """
     text, to_object = _checked_text(ctx, key, value)
     if not to_object:
-        return _write_row(ctx, request, key, text, write)
+        return _write_row(ctx, request, key, text, write, one_statement)
     with session_scope(ctx.url) as session:
         assert_fence(session, ctx.fence)
 
@@ -190,9 +192,17 @@ def _write(
 
 
 def _write_row(
-    ctx: TryContext, request: p._Message, key: str, text: str, write: Write
+    ctx: TryContext,
+    request: p._Message,
+    key: str,
+    text: str,
+    write: Write,
+    one_statement: bool = False,
 ) -> p._Message | None:
-    with session_scope(ctx.url) as session:
+    # A checkpoint write alone is one statement on PostgreSQL: in autocommit it spares the
+    # BEGIN and COMMIT round trips, a third of a 16,194-item task's 1,013 writes.
+    alone = one_statement and not ctx.xcoms.state_calls
+    with (statement_scope if alone else session_scope)(ctx.url) as session:
         # One more indexed read per write, with object storage only: is an object replaced?
         old = object_reference(session, ctx.ti, key) if ctx.xcoms.state_calls else None
         write(session, text)
@@ -223,7 +233,7 @@ def _checkpoint(
     def write(session: Session, text: str) -> None:
         cp.write_checkpoint(session, ctx.fence, ctx.ti, key, text)
 
-    return _write(ctx, request, key, value, write, keep)
+    return _write(ctx, request, key, value, write, keep, one_statement=True)
 
 
 def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> p._Message | None:
