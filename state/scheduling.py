@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, bindparam, select
+from sqlalchemy import Row, Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from state.enums import FINISHED, DagRunState, TaskInstanceState
@@ -47,13 +47,10 @@ class Enqueue:
 # Built once (a pass runs them for every run, and building costs more than a cached execute).
 _LOCK_RUN = select(DagRun).where(DagRun.id == bindparam("run_pk")).with_for_update(skip_locked=True)
 _WAIT_FOR_RUN = select(DagRun).where(DagRun.id == bindparam("run_pk")).with_for_update()
-_RUN_ROWS = select(
-    TaskInstance.id,
-    TaskInstance.task_id,
-    TaskInstance.state,
-    TaskInstance.next_retry_at,
-    TaskInstance.pool,
-).where(TaskInstance.dag_id == bindparam("dag_id"), TaskInstance.run_id == bindparam("run_id"))
+_TI: Table = TaskInstance.__table__  # type: ignore[assignment]
+_RUN_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state, _TI.c.next_retry_at, _TI.c.pool).where(
+    _TI.c.dag_id == bindparam("dag_id"), _TI.c.run_id == bindparam("run_id")
+)
 
 
 def lock_run(session: Session, run_pk: int, wait: bool = False) -> DagRun | None:
