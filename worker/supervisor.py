@@ -25,7 +25,7 @@ from state.transitions import TryFenced, assert_fence
 from worker import protocol as p
 from worker.claim import Claim, Final, final_for_failure
 from worker.outbox import Outbox
-from worker.process import TaskProcess, close_process_handles
+from worker.process import TaskProcess, close_process_handles, reap_later
 from worker.requests import TryContext, handle
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class SupervisorLoop:
         self.frames = p.FrameBuffer()
         with selectors.DefaultSelector() as selector:
             self._register(selector)
-            while self._open or self.process.poll() is None:
+            while self._open or (self.process.poll() is None and not self._said_and_closed()):
                 wait = max(0.0, self.deadlines.nearest() - time.monotonic())
                 if self.process.exit_code is not None or (not self._open and self._pidfd is None):
                     wait = min(wait, 0.05)  # exited: only drain what is left, then stop
@@ -98,6 +98,14 @@ class SupervisorLoop:
         self.ctx.send = self._send
         if self.ctx.xcoms.helper is not None:
             self.ctx.xcoms.helper.register(selector)
+
+    def _said_and_closed(self) -> bool:
+        """The task said how it ended, then closed every channel: nothing more can come of it.
+
+        Its exit code would add nothing, and waiting for the kernel to tear the process down
+        costs a noop try ~4 ms; it is reaped later (``reap_later``).
+        """
+        return not self._open and self.ctx.outcome is not None and not self.timed_out
 
     def _on_exit(self, selector: selectors.BaseSelector, fileobj: object) -> None:
         selector.unregister(fileobj)  # type: ignore[arg-type]
@@ -249,7 +257,8 @@ def decide_final(loop: SupervisorLoop, claim: Claim) -> Final | None:
     if loop.timed_out:
         return final_for_failure(claim, loop.deadlines.stopping_reason or "timed out", True)
     outcome, code = ctx.outcome, loop.process.exit_code
-    if outcome is not None and outcome.state == "success" and code == 0:
+    # None: the task closed its channels after saying it succeeded, and was not waited for.
+    if outcome is not None and outcome.state == "success" and code in (0, None):
         return Final(TI.SUCCESS)
     if outcome is not None and outcome.state == "skipped":
         return Final(TI.SKIPPED, outcome.error)
@@ -279,6 +288,7 @@ def supervise_process(
         loop.run()
     finally:
         close_process_handles(process)
+        reap_later(process)
     return decide_final(loop, claim)
 
 

@@ -27,6 +27,7 @@ from tests.state.harness import Home, tradewind_home
 from worker.claim import claim_try
 from worker.execute import execute
 from worker.logs import TryLog, log_path
+from worker.process import reap_finished
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -338,7 +339,7 @@ def test_execution_timeout_kills_the_task_and_the_processes_it_started(home: Hom
     [grandchild] = [int(pid) for pid in out(home, "grandchild")]
     [task_pid] = [int(pid) for pid in out(home, "slow_pid")]
     assert wait_until(lambda: pid_gone(grandchild)), "the task's own child outlived the timeout"
-    assert pid_gone(task_pid)
+    assert wait_until(lambda: pid_gone(task_pid))  # exiting when its end was recorded
     assert out(home, "slow_finished") == []
     ti = home.ti(run_pk, "slow")
     assert ti.state == TI.UP_FOR_RETRY
@@ -355,7 +356,7 @@ def test_a_task_that_ignores_sigterm_is_killed_after_the_grace(home: Home) -> No
     assert run_tries(home, run_pk, pending) == ["failed"]
 
     [task_pid] = [int(pid) for pid in out(home, "stubborn_pid")]
-    assert pid_gone(task_pid)
+    assert wait_until(lambda: pid_gone(task_pid))  # exiting when its end was recorded
     ti = home.ti(run_pk, "stubborn")
     assert (ti.state, ti.error) == (TI.FAILED, "execution_timeout of 1.5s exceeded")
     assert "still running after SIGTERM: sending SIGKILL" in try_log(home, run_pk, "stubborn", 1)
@@ -495,7 +496,7 @@ def test_clearing_a_running_task_instance_kills_the_task_and_records_nothing(
 
     assert outcome == "lost"
     [task_pid] = [int(pid) for pid in out(home, "sleepy_pid")]
-    assert pid_gone(task_pid)
+    assert wait_until(lambda: pid_gone(task_pid))  # exiting when its end was recorded
     assert out(home, "sleepy_finished") == []
     ti = home.ti(run_pk, "sleepy")
     # The clear stands: nothing of the killed try was written over it.
@@ -529,3 +530,32 @@ def test_the_task_gets_its_context_by_parameter_and_by_get_current_context(home:
         "same_ti": True,
         "conf": {"x": 5, "y": 2},
     }
+
+
+def test_a_task_that_said_it_succeeded_and_closed_its_channels_is_not_waited_for(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The task process (a fork of this one) lingers in its exit, as a large process does while
+    # the kernel frees its memory: here for 30 s, with its channels already closed.
+    real_exit = os._exit
+    pids = home.root / "out" / "lingering_pid"
+
+    def lingering_exit(code: int) -> None:
+        pids.write_text(str(os.getpid()))
+        time.sleep(30)
+        real_exit(code)
+
+    monkeypatch.setattr(os, "_exit", lingering_exit)
+    run_pk, [enqueue] = start(home, "steady")
+    started = time.monotonic()
+
+    assert run_one(home, enqueue) == "success"
+
+    assert time.monotonic() - started < 15  # the 1 s task, not the 30 s exit
+    monkeypatch.setattr(os, "_exit", real_exit)
+    assert home.ti(run_pk, "steady").state == TI.SUCCESS
+    # Its group was killed after the end was recorded; the next fork reaps it.
+    task_pid = int(pids.read_text())
+    assert wait_until(lambda: pid_gone(task_pid))
+    reap_finished()
+    assert not Path(f"/proc/{task_pid}").exists()
