@@ -7,13 +7,11 @@ clearing process, with Connections read straight from the SQL store.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 from state.models import TaskStateValue
 from tradewind.settings import Settings
-from worker.xcom.base import XComAddress
-from worker.xcom.purge import StoreLookups
+from worker.xcom.purge import StoreLookups, purger_of
 
 
 def state_purger(settings: Settings) -> Callable[[Sequence[TaskStateValue]], None] | None:
@@ -26,11 +24,6 @@ def state_purger(settings: Settings) -> Callable[[Sequence[TaskStateValue]], Non
         return None
     from worker.state_store.object_storage import ObjectStorageStateBackend
 
-    backend = ObjectStorageStateBackend.from_settings(settings, StoreLookups(settings.sql_url))
-
-    def purge(rows: Sequence[TaskStateValue]) -> None:
-        for row in rows:
-            where = XComAddress(row.dag_id, row.run_id, row.task_id, row.map_index, row.key)
-            backend.purge(where, json.loads(row.value))
-
-    return purge
+    return purger_of(
+        ObjectStorageStateBackend.from_settings(settings, StoreLookups(settings.sql_url))
+    )

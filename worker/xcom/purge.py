@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from state.connections import get_connection, get_variable
 from state.db import session_scope
 from state.models import XCom
 from tradewind.connections import Connection
 from tradewind.settings import Settings
-from worker.xcom.base import XComAddress
+from worker.xcom.base import XComAddress, XComBackend
 from worker.xcom.configured import backend_class, runs_in_helper
 
 
@@ -47,6 +48,17 @@ class StoreLookups:
             return None if row is None else row.value
 
 
+class StoredRow(Protocol):
+    """A deleted row that may refer to an object: an XCom, or a state value."""
+
+    dag_id: str
+    run_id: str
+    task_id: str
+    map_index: int
+    key: str
+    value: str
+
+
 def xcom_purger(settings: Settings) -> Callable[[Sequence[XCom]], None] | None:
     """What ``clear_task_instances(purge_xcoms=...)`` needs; None for the SQL backend.
 
@@ -56,9 +68,13 @@ def xcom_purger(settings: Settings) -> Callable[[Sequence[XCom]], None] | None:
     cls = backend_class(settings.xcom_backend)
     if not runs_in_helper(cls):
         return None
-    backend = cls.from_settings(settings, StoreLookups(settings.sql_url))
+    return purger_of(cls.from_settings(settings, StoreLookups(settings.sql_url)))
 
-    def purge(rows: Sequence[XCom]) -> None:
+
+def purger_of(backend: XComBackend) -> Callable[[Sequence[StoredRow]], None]:
+    """Purge the objects of deleted rows (XComs, or state values) with ``backend``."""
+
+    def purge(rows: Sequence[StoredRow]) -> None:
         for row in rows:
             where = XComAddress(row.dag_id, row.run_id, row.task_id, row.map_index, row.key)
             backend.purge(where, json.loads(row.value))
