@@ -48,6 +48,7 @@ from tradewind import dag, task, get_current_context
 
 CALLS = Path(__CALLS__)
 FAIL_IN_TRY_1 = __FAIL__
+LOCKED = Path(__CALLS__ + ".locked")
 
 
 @task
@@ -60,6 +61,10 @@ __ASYNC__def work(x):
     with CALLS.open("a") as out:
         out.write(f"{x}\\n")
     __SLEEP__
+    # Held until a test that locks the store says it holds the lock (the marker file), so the
+    # iteration cannot end before the lock is taken, however slow the locker is to start.
+    while __HOLD__ and x == 200 and not LOCKED.exists():
+        time.sleep(0.01)
     if x in FAIL_IN_TRY_1 and get_current_context()["ti"].try_number == 1:
         raise ValueError(f"item {x} fails its first try")
     return x * 3
@@ -86,8 +91,15 @@ def stack(tmp_path: Path, pg_url: str) -> Iterator[Stack]:
     get_engine(pg_url).dispose()
 
 
-def add_dag(stack: Stack, fail: set[int] | None = None, threads: bool = False) -> None:
-    """``threads``: ``work`` is a plain function (a thread pool); else ``async def``."""
+def add_dag(
+    stack: Stack, fail: set[int] | None = None, threads: bool = False, hold: bool = False
+) -> None:
+    """``threads``: ``work`` is a plain function (a thread pool); else ``async def``.
+
+    ``hold``: item 200 waits for the marker file ``calls.locked``, with a blocking sleep (for
+    ``async def`` items that holds the whole loop: nothing more finishes until the lock is
+    taken, by when a dozen rounds are written).
+    """
     replacements = {
         "__ASYNC__": "" if threads else "async ",
         "__SLEEP__": "time.sleep(0.002)" if threads else "await asyncio.sleep(0.002)",
@@ -95,6 +107,7 @@ def add_dag(stack: Stack, fail: set[int] | None = None, threads: bool = False) -
         "__FAIL__": repr(fail or set()),
         "__ITEMS__": str(ITEMS),
         "__CONCURRENCY__": str(CONCURRENCY),
+        "__HOLD__": repr(hold),
     }
     source = DAG
     for name, value in replacements.items():
@@ -181,7 +194,7 @@ def xcom(stack: Stack, task_id: str) -> object:
 
 LOCKER = """
 import sys, time, psycopg
-url, hold, wait_for = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+url, hold, wait_for, marker = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 with psycopg.connect(url) as poll:
     while True:
         count = poll.execute(
@@ -194,6 +207,7 @@ with psycopg.connect(url) as poll:
 with psycopg.connect(url) as lock:
     lock.execute("LOCK TABLE task_state IN ACCESS EXCLUSIVE MODE")
     print("locked", flush=True)
+    open(marker, "w").close()
     time.sleep(hold)
     lock.rollback()
 print("released", flush=True)
@@ -208,11 +222,14 @@ def with_lock_timeout(stack: Stack, pg_url: str) -> None:
 def test_writes_refused_for_a_moment_are_written_with_the_next_round(
     stack: Stack, pg_url: str
 ) -> None:
-    add_dag(stack, fail={ITEMS - 1})  # one failure keeps the batches for the test to read
+    add_dag(stack, fail={ITEMS - 1}, hold=True)  # a failure keeps the batches for the test
     run_pk = start_first_try(stack)
     with_lock_timeout(stack, pg_url)
+    marker = str(stack.home / "calls.locked")
     locker = subprocess.Popen(
-        [sys.executable, "-c", LOCKER, pg_url, "1.0", "5"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", LOCKER, pg_url, "1.0", "5", marker],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     stack.execute_queued(stop_after=("work", 1))
     output, _ = locker.communicate(timeout=60)
