@@ -7,7 +7,7 @@ Both the scheduler and a supervisor that just finished a try use this, so it liv
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,12 +68,15 @@ class TIRow:
     state: TaskInstanceState
 
 
-def evaluate(structure: Mapping[str, Any], rows: list[TIRow]) -> Decisions:
+def evaluate(
+    structure: Mapping[str, Any], rows: list[TIRow], only: Collection[str] | None = None
+) -> Decisions:
     """Decide every ``none`` task instance of one run, from one read of its rows.
 
     A decision that finishes a task instance (upstream_failed, skipped) can decide its own
     downstream in turn: this repeats in memory until nothing changes, so a failure reaches the end
-    of a long chain in one pass instead of one scheduler loop per level.
+    of a long chain in one pass instead of one scheduler loop per level. ``only``: decide the
+    task instances of these tasks alone (``rows`` then holds them and their upstreams').
     """
     tasks: Mapping[str, Any] = structure["tasks"]
     state_of = {row.id: TI(row.state) for row in rows}
@@ -81,7 +84,11 @@ def evaluate(structure: Mapping[str, Any], rows: list[TIRow]) -> Decisions:
     for row in rows:
         rows_of_task.setdefault(row.task_id, []).append(row.id)
     decisions = Decisions()
-    pending = [row for row in rows if row.state == TI.NONE and row.task_id in tasks]
+    pending = [
+        row
+        for row in rows
+        if row.state == TI.NONE and row.task_id in tasks and (only is None or row.task_id in only)
+    ]
     while pending:
         undecided, cascaded = [], False
         for row in pending:

@@ -8,11 +8,11 @@ schedules the run, anyone else moves on, and no try is ever queued twice.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, Table, bindparam, select
+from sqlalchemy import Row, Table, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from state.enums import FINISHED, DagRunState, TaskInstanceState
@@ -144,6 +144,13 @@ def _queue_scheduled(
     max_tasks = int(structure.get("max_active_tasks", 16))
     room = room_to_queue(session, dag_id, max_tasks, {pools[ti_id] for ti_id in scheduled})
     ready = [ti_id for ti_id in scheduled if room.take(pools[ti_id])]
+    queued = _queue(session, ready, now)
+    states.update(dict.fromkeys((ti.id for ti in queued), TI.QUEUED))
+    return [Enqueue.of(ti) for ti in queued]
+
+
+def _queue(session: Session, ti_ids: list[int], now: dt.datetime) -> Sequence[Row[Any]]:
+    """``scheduled -> queued``: each queue starts a try."""
     values = {
         "try_number": INCREMENT,
         "queued_at": now,
@@ -154,9 +161,7 @@ def _queue_scheduled(
         "pid": None,
         "next_retry_at": None,
     }
-    queued = transition_tis_returning(session, ready, [TI.SCHEDULED], TI.QUEUED, values)
-    states.update(dict.fromkeys((ti.id for ti in queued), TI.QUEUED))
-    return [Enqueue.of(ti) for ti in queued]
+    return transition_tis_returning(session, ti_ids, [TI.SCHEDULED], TI.QUEUED, values)
 
 
 def settle_run(
@@ -226,3 +231,63 @@ def dag_structure(session: Session, dag_id: str, version_hash: str) -> DagModel:
     )
     _STRUCTURES[dag_id] = snapshot
     return snapshot
+
+
+def schedule_after_end(
+    session: Session, run_pk: int, ended: str, pool: str, succeeded: bool
+) -> list[Enqueue]:
+    """A supervisor's pass over its run, in the transaction that recorded its try's end.
+
+    The common case, a successful task with one plain successor in the same pool, is decided
+    from the successor's and its upstreams' rows alone, and the successor takes the slot the
+    ended try held (both in this transaction: the counts of the pool and of the DAG's active
+    task instances are the same before and after it, so no limit can be passed that was not
+    already).
+    Anything else (a failure or a retry, a mapped successor, several successors, other tries
+    waiting for slots in the run, a DAG that changed) is the full pass of ``schedule_run``.
+    """
+    locked = session.execute(
+        _LOCK_RUN_WITH_DAG_WAIT, {"run_pk": run_pk}, execution_options={"populate_existing": True}
+    ).first()
+    if locked is None:
+        return []
+    run, version_hash, is_paused = locked
+    if run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
+        return []
+    if version_hash is None or is_paused:
+        return []
+    dag_model = dag_structure(session, run.dag_id, version_hash)
+    handed_over = _hand_over_slot(session, run, dag_model, ended, pool) if succeeded else None
+    return handed_over if handed_over is not None else schedule_run(session, run, dag_model)
+
+
+_SUCCESSOR_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state).where(
+    _TI.c.dag_id == bindparam("dag_id"),
+    _TI.c.run_id == bindparam("run_id"),
+    or_(_TI.c.task_id.in_(bindparam("task_ids", expanding=True)), _TI.c.state == TI.SCHEDULED),
+)
+
+
+def _hand_over_slot(
+    session: Session, run: DagRun, dag_model: DagModel, ended: str, pool: str
+) -> list[Enqueue] | None:
+    """Queue the one successor of ``ended`` in its slot; None when the full pass must decide."""
+    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    if run.state != DagRunState.RUNNING or run.version_hash != dag_model.version_hash:
+        return None
+    successors = tasks.get(ended, {}).get("downstream", [])
+    spec = tasks.get(successors[0]) if len(successors) == 1 else None
+    if spec is None or spec.get("mapping") or spec.get("pool") != pool:
+        return None
+    task_ids = [*spec["upstream"], *successors]
+    params = {"dag_id": run.dag_id, "run_id": run.run_id, "task_ids": task_ids}
+    rows = [TIRow(r.id, r.task_id, TI(r.state)) for r in session.execute(_SUCCESSOR_ROWS, params)]
+    if any(row.state == TI.SCHEDULED for row in rows):
+        return None  # tries waiting for slots: the full pass queues them in order
+    decisions = evaluate(dag_model.structure, rows, only=successors)
+    if decisions.upstream_failed or decisions.skip:
+        return None  # a cascade, and perhaps the run's end
+    if not decisions.schedule:
+        return []  # it waits for another upstream
+    transition_tis(session, decisions.schedule, [TI.NONE], TI.SCHEDULED)
+    return [Enqueue.of(ti) for ti in _queue(session, decisions.schedule, utcnow())]

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from broker_config import TaskInstanceMessage
 from state.db import session_scope, statement_scope
 from state.enums import TaskInstanceState
-from state.scheduling import Enqueue, schedule_run_by_pk
+from state.pools import DEFAULT_POOL
+from state.scheduling import Enqueue, schedule_after_end
 from tradewind.exceptions import TaskNotFound
 from tradewind.settings import Settings, SettingsError
 from worker import protocol as p
@@ -132,7 +133,10 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
             with session_scope(url) as session:
                 if not record_final(session, claim, final):
                     return False, []
-                return True, schedule_run_by_pk(session, claim.run_pk, wait=True)
+                pool = str(claim.task_spec.get("pool", DEFAULT_POOL))
+                succeeded = final.state == TaskInstanceState.SUCCESS
+                ready = schedule_after_end(session, claim.run_pk, claim.ti.task_id, pool, succeeded)
+                return True, ready
         except Exception:
             # The scheduler loop guarantees progress; the pass only makes it sooner.
             log.exception("scheduling downstream of %s failed; the scheduler will do it", claim.ti)

@@ -1,0 +1,150 @@
+"""A supervisor's pass after its try's end: a lone successor takes the ended try's slot.
+
+The pass runs in the transaction that records the end (``worker/execute.py``). For a successful
+task with one plain successor in its pool, only the successor's and its upstreams' rows are read
+and no pool is counted; anything else is the full pass, with the same outcome as the scheduler's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import event
+
+from state.db import get_engine, session_scope
+from state.enums import TaskInstanceState
+from state.pools import set_pool
+from state.scheduling import Enqueue, schedule_after_end
+from state.transitions import transition_tis
+from tests.state.harness import Home
+
+TI = TaskInstanceState
+
+DAGS = """
+from tradewind import DAG, task
+
+@task
+def step():
+    pass
+
+with DAG("chain"):
+    step.override(task_id="a")() >> step.override(task_id="b")() >> step.override(task_id="c")()
+
+with DAG("fork"):
+    a = step.override(task_id="a")()
+    a >> step.override(task_id="b")()
+    a >> step.override(task_id="c")()
+
+with DAG("solo_chain", max_active_runs=4):
+    step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
+
+with DAG("solo_side"):
+    step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
+    step.override(task_id="c", pool="solo")()
+"""
+
+
+@pytest.fixture
+def dags(home: Home) -> Home:
+    with session_scope(home.url) as session:
+        set_pool(session, "solo", 1)
+    home.write_dag(DAGS)
+    assert home.sync().import_errors == {}
+    return home
+
+
+class Statements:
+    def __init__(self, url: str) -> None:
+        self.engine = get_engine(url)
+        self.seen: list[str] = []
+        event.listen(self.engine, "before_cursor_execute", self._count)
+
+    def _count(self, conn: object, cursor: object, statement: str, *args: object) -> None:
+        if not statement.startswith(("BEGIN", "PRAGMA")):
+            self.seen.append(" ".join(statement.split()))
+
+    def close(self) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._count)
+
+
+@pytest.fixture
+def statements(dags: Home) -> Iterator[Statements]:
+    counter = Statements(dags.url)
+    yield counter
+    counter.close()
+
+
+def end_and_pass(
+    home: Home,
+    run_pk: int,
+    task_id: str,
+    pool: str = "default_pool",
+    statements: Statements | None = None,
+) -> list[str]:
+    """Run ``task_id``'s queued try to success and the pass, as one supervisor transaction.
+
+    ``statements`` count those of that transaction alone.
+    """
+    ti_id = home.ti(run_pk, task_id).id
+    with session_scope(home.url) as session:
+        assert transition_tis(session, [ti_id], [TI.QUEUED], TI.RUNNING) == 1
+    if statements is not None:
+        statements.seen.clear()
+    with session_scope(home.url) as session:
+        assert transition_tis(session, [ti_id], [TI.RUNNING], TI.SUCCESS) == 1
+        ready: list[Enqueue] = schedule_after_end(session, run_pk, task_id, pool, True)
+    return [enqueue.task_id for enqueue in ready]
+
+
+def active(home: Home, run_pks: list[int]) -> int:
+    states = [state for pk in run_pks for state in home.states(pk).values()]
+    return sum(state in (TI.QUEUED, TI.RUNNING) for state in states)
+
+
+def test_a_lone_successor_is_queued_from_its_own_rows_without_counting_pools(
+    dags: Home, statements: Statements
+) -> None:
+    run_pk = dags.trigger("chain")
+    assert [e.task_id for e in dags.schedule(run_pk)] == ["a"]
+
+    assert end_and_pass(dags, run_pk, "a", statements=statements) == ["b"]
+
+    seen = list(statements.seen)
+    assert dags.states(run_pk) == {"a": TI.SUCCESS, "b": TI.QUEUED, "c": TI.NONE}
+    assert not [s for s in seen if "slot_pool" in s]
+    # The end, the run's lock, the successor's rows, none -> scheduled -> queued.
+    assert len(seen) == 5
+
+
+def test_several_successors_take_the_full_pass(dags: Home, statements: Statements) -> None:
+    run_pk = dags.trigger("fork")
+    dags.schedule(run_pk)
+
+    assert sorted(end_and_pass(dags, run_pk, "a", statements=statements)) == ["b", "c"]
+
+    assert [s for s in statements.seen if "slot_pool" in s]  # the pools were counted
+
+
+def test_a_try_waiting_for_a_slot_in_the_run_is_queued_in_order_by_the_full_pass(
+    dags: Home,
+) -> None:
+    run_pk = dags.trigger("solo_side")
+    assert [e.task_id for e in dags.schedule(run_pk)] == ["a"]  # c waits: one slot
+    assert dags.states(run_pk)["c"] == TI.SCHEDULED
+
+    queued = end_and_pass(dags, run_pk, "a", pool="solo")
+
+    assert len(queued) == 1 and active(dags, [run_pk]) == 1  # never two in a 1-slot pool
+
+
+def test_the_successor_keeps_the_slot_of_the_try_it_follows(dags: Home) -> None:
+    first, second = dags.trigger("solo_chain"), dags.trigger("solo_chain")
+    assert [e.task_id for e in dags.schedule(first)] == ["a"]
+    assert dags.schedule(second) == []  # the pool's one slot is taken
+    assert dags.states(second)["a"] == TI.SCHEDULED
+
+    assert end_and_pass(dags, first, "a", pool="solo") == ["b"]
+
+    assert active(dags, [first, second]) == 1
+    assert dags.states(second)["a"] == TI.SCHEDULED
