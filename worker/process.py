@@ -172,6 +172,7 @@ _TASK_LOG_FORMAT = logging.Formatter("%(levelname)s %(name)s: %(message)s")
 
 def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None) -> TaskProcess:
     """Start ``command`` with the comms socket inherited, its fd number in the environment."""
+    reap_finished()
     parent_end, child_end = socket.socketpair()
     full_env = {**os.environ, **(env or {}), COMMS_FD_ENV: str(child_end.fileno())}
     popen = subprocess.Popen(
@@ -188,24 +189,28 @@ def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None)
 
 
 #: Task processes whose end was recorded before they could be reaped (see the supervisor).
-_UNREAPED: list[int] = []
+_UNREAPED: list[TaskProcess] = []
 
 
 def reap_later(process: TaskProcess) -> None:
-    """Reap ``process`` now if it is gone, else at the next fork (it is exiting)."""
-    if process.popen is None and process.poll() is None:
-        _UNREAPED.append(process.pid)
+    """Reap ``process`` now if it is gone, else at the next fork (it is exiting).
+
+    Kept here until then: a runtime task's ``Popen`` collected while its process is still
+    there would be a process nobody reaps.
+    """
+    if process.poll() is None:
+        _UNREAPED.append(process)
 
 
 def reap_finished() -> None:
     """Reap the task processes left exiting by earlier tries; at most one each, so few."""
-    for pid in list(_UNREAPED):
+    for process in list(_UNREAPED):
         try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
+            gone = process.poll() is not None
         except ChildProcessError:
-            done = pid
-        if done:
-            _UNREAPED.remove(pid)
+            gone = True
+        if gone:
+            _UNREAPED.remove(process)
 
 
 def close_process_handles(process: TaskProcess) -> None:

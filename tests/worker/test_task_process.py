@@ -11,6 +11,7 @@ import inspect
 import json
 import logging
 import signal
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 from broker_config import message_of
 from tests.state.harness import Home, tradewind_home
+from worker import process as process_module
 from worker.execute import execute
 from worker.logs import log_path
 from worker.runner import parameter_names
@@ -27,6 +29,7 @@ DAGS = """
 import ctypes
 import logging
 import signal
+import time
 
 from tradewind import DAG, task
 
@@ -143,3 +146,22 @@ CALLABLES: list[Callable[..., Any]] = [
 @pytest.mark.parametrize("function", CALLABLES)
 def test_parameter_names_are_those_of_inspect_signature(function: Callable[..., Any]) -> None:
     assert set(parameter_names(function)) == set(inspect.signature(function).parameters)
+
+
+@pytest.mark.parametrize("started", ["forked", "runtime"])
+def test_a_task_process_recorded_before_its_exit_is_reaped_later(started: str) -> None:
+    """What the supervisor leaves exiting (docs/protocol.md rule 4) is kept until it is reaped."""
+    if started == "forked":
+        process = process_module.fork_python_task(lambda comms: time.sleep(0.3) or 0)
+    else:
+        process = process_module.exec_runtime_task(["sleep", "0.3"])
+    process_module.reap_later(process)
+    assert process in process_module._UNREAPED  # still running: kept, not dropped
+    deadline = time.monotonic() + 10
+    while process in process_module._UNREAPED and time.monotonic() < deadline:
+        time.sleep(0.05)
+        process_module.reap_finished()
+    assert process not in process_module._UNREAPED
+    assert process.exit_code == 0
+    assert not Path(f"/proc/{process.pid}").exists()
+    process_module.close_process_handles(process)
