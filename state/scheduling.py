@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Row, Table, bindparam, or_, select
 from sqlalchemy.orm import Session
@@ -246,19 +246,47 @@ def schedule_after_end(
     Anything else (a failure or a retry, a mapped successor, several successors, other tries
     waiting for slots in the run, a DAG that changed) is the full pass of ``schedule_run``.
     """
-    locked = session.execute(
-        _LOCK_RUN_WITH_DAG_WAIT, {"run_pk": run_pk}, execution_options={"populate_existing": True}
-    ).first()
+    locked = session.execute(_LOCK_RUN_HEAD, {"run_pk": run_pk}).first()
     if locked is None:
         return []
-    run, version_hash, is_paused = locked
-    if run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
+    if locked.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
         return []
-    if version_hash is None or is_paused:
+    if locked.dag_version is None or locked.is_paused:
         return []
-    dag_model = dag_structure(session, run.dag_id, version_hash)
-    handed_over = _hand_over_slot(session, run, dag_model, ended, pool) if succeeded else None
-    return handed_over if handed_over is not None else schedule_run(session, run, dag_model)
+    dag_model = dag_structure(session, locked.dag_id, locked.dag_version)
+    handed_over = _hand_over_slot(session, locked, dag_model, ended, pool) if succeeded else None
+    if handed_over is not None:
+        return handed_over
+    # The full pass works on the run as a mapped object; its row is locked already.
+    run = session.get_one(DagRun, run_pk, populate_existing=True)
+    return schedule_run(session, run, dag_model)
+
+
+class RunHead(Protocol):
+    """What the hand-over reads of a run (a row of ``_LOCK_RUN_HEAD``)."""
+
+    dag_id: str
+    run_id: str
+    state: str
+    version_hash: str
+
+
+_RUN: Table = DagRun.__table__  # type: ignore[assignment]
+_DAG: Table = DagModel.__table__  # type: ignore[assignment]
+# The run's head, locked, with its DAG's: a Core row (loading the mapped run costs the hop ~1 ms).
+_LOCK_RUN_HEAD = (
+    select(
+        _RUN.c.dag_id,
+        _RUN.c.run_id,
+        _RUN.c.state,
+        _RUN.c.version_hash,
+        _DAG.c.version_hash.label("dag_version"),
+        _DAG.c.is_paused,
+    )
+    .select_from(_RUN.outerjoin(_DAG, _DAG.c.dag_id == _RUN.c.dag_id))
+    .where(_RUN.c.id == bindparam("run_pk"))
+    .with_for_update(of=_RUN)
+)
 
 
 _SUCCESSOR_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state).where(
@@ -269,7 +297,7 @@ _SUCCESSOR_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state).where(
 
 
 def _hand_over_slot(
-    session: Session, run: DagRun, dag_model: DagModel, ended: str, pool: str
+    session: Session, run: RunHead, dag_model: DagModel, ended: str, pool: str
 ) -> list[Enqueue] | None:
     """Queue the one successor of ``ended`` in its slot; None when the full pass must decide."""
     tasks: Mapping[str, Any] = dag_model.structure["tasks"]

@@ -39,20 +39,12 @@ def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher
         return "dropped"
     path = log_path(settings.logs_folder, *_log_key(claim))
     try_log = TryLog(path)
-    ready: list[Enqueue] = []
     try:
         try_log.line("supervisor", f"running {message.describe()}")
         final = run_claimed(claim, settings, try_log)
-        state, ready = _record(url, claim, final, try_log)
+        return _record(url, claim, final, try_log, publish)
     finally:
         try_log.close()
-    if ready:
-        try:
-            publish(ready)
-        except Exception:
-            # Queued in SQL already: the scheduler re-sends a message that never arrives.
-            log.exception("publishing the downstream of %s failed", claim.ti)
-    return state
 
 
 def _log_key(claim: Claim) -> tuple[str, str, str, int, int]:
@@ -105,19 +97,25 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
 
 
 def _record(
-    url: str, claim: Claim, final: Final | None, try_log: TryLog
-) -> tuple[str, list[Enqueue]]:
-    """Record the end of the try; the downstream tries it made ready, to publish."""
+    url: str, claim: Claim, final: Final | None, try_log: TryLog, publish: Publisher
+) -> str:
+    """Record the end of the try, and publish the downstream tries it made ready."""
     if final is None:
         try_log.line("supervisor", "the try lost its task instance: nothing recorded")
-        return "lost", []
+        return "lost"
     recorded, ready = _end_try(url, claim, final)
+    if ready:  # first: the next task's start waits for it, the log does not
+        try:
+            publish(ready)
+        except Exception:
+            # Queued in SQL already: the scheduler re-sends a message that never arrives.
+            log.exception("publishing the downstream of %s failed", claim.ti)
     if not recorded:
         try_log.line("supervisor", f"could not record {final.state}: the try no longer holds it")
-        return "lost", []
+        return "lost"
     suffix = f": {final.error}" if final.error and final.state != TaskInstanceState.SUCCESS else ""
     try_log.line("supervisor", f"try {claim.fence.try_number} ended {final.state}{suffix}")
-    return str(final.state), ready
+    return str(final.state)
 
 
 def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]:

@@ -200,6 +200,8 @@ def reap_later(process: TaskProcess) -> None:
     """
     if process.poll() is None:
         _UNREAPED.append(process)
+    else:
+        process.signal_group(signal.SIGKILL)  # what it left running in its group
 
 
 def reap_finished() -> None:
@@ -211,6 +213,7 @@ def reap_finished() -> None:
             gone = True
         if gone:
             _UNREAPED.remove(process)
+            process.signal_group(signal.SIGKILL)  # what it left running in its group
 
 
 def close_process_handles(process: TaskProcess) -> None:

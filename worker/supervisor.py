@@ -77,8 +77,11 @@ class SupervisorLoop:
             self._stop_helper(selector)
         if self._pidfd is not None:
             os.close(self._pidfd)
-        # Whatever the task left running in its group goes with it.
-        self.process.signal_group(signal.SIGKILL)
+        # Whatever the task left running in its group goes with it; for a task still exiting
+        # (said and closed), once it is reaped (``reap_later``): a SIGKILL sent to its group
+        # while it exits was seen to kill the next task process of this pool process too.
+        if self.process.exit_code is not None:
+            self.process.signal_group(signal.SIGKILL)
 
     def _register(self, selector: selectors.BaseSelector) -> None:
         selector.register(self.process.comms, selectors.EVENT_READ, self._on_comms)

@@ -545,11 +545,11 @@ def test_a_task_that_said_it_succeeded_and_closed_its_channels_is_not_waited_for
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The task process (a fork of this one) lingers in its exit, as a large process does while
-    # the kernel frees its memory: here for 30 s, with its channels already closed.
+    # the kernel frees its memory: here for 8 s, with its channels already closed.
     real_exit = os._exit
 
     def lingering_exit(code: int) -> None:
-        time.sleep(30)
+        time.sleep(8)
         real_exit(code)
 
     monkeypatch.setattr(os, "_exit", lingering_exit)
@@ -558,11 +558,15 @@ def test_a_task_that_said_it_succeeded_and_closed_its_channels_is_not_waited_for
 
     assert run_one(home, enqueue) == "success"
 
-    assert time.monotonic() - started < 15  # not the 30 s exit
+    assert time.monotonic() - started < 6  # not the 8 s exit
     monkeypatch.setattr(os, "_exit", real_exit)
     assert home.ti(run_pk, "noter").state == TI.SUCCESS
-    # Its group was killed after the end was recorded; the next fork reaps it.
+    # Left to finish its exit; reaped (and its group killed) once it is gone.
     [task_pid] = [int(pid) for pid in out(home, "noter_pid")]
-    assert wait_until(lambda: pid_gone(task_pid))
-    reap_finished()
-    assert not Path(f"/proc/{task_pid}").exists()
+    assert not pid_gone(task_pid)
+
+    def reaped() -> bool:
+        reap_finished()
+        return not Path(f"/proc/{task_pid}").exists()
+
+    assert wait_until(reaped, seconds=20)
