@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from scheduler.dag_sync import SyncResult, sync_dags
 from state.db import get_engine, session_scope
@@ -124,3 +124,19 @@ def tradewind_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **env: str) 
         get_engine(settings.sql_url).dispose()
         monkeypatch.undo()
         reload_settings()
+
+
+class StatementCounter:
+    """The SQL statements sent on ``url``'s engine while it listens (BEGIN and PRAGMA aside)."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = get_engine(url)
+        self.statements: list[str] = []
+        event.listen(self.engine, "before_cursor_execute", self._count)
+
+    def _count(self, conn: object, cursor: object, statement: str, *args: object) -> None:
+        if not statement.startswith(("BEGIN", "PRAGMA")):
+            self.statements.append(" ".join(statement.split()))
+
+    def close(self) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._count)

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import event
 
-from state.db import get_engine, session_scope
+from state.db import session_scope
 from state.enums import TaskInstanceState
 from state.pools import set_pool
 from state.scheduling import Enqueue, schedule_after_end
 from state.transitions import transition_tis
-from tests.state.harness import Home
+from tests.state.harness import Home, StatementCounter
 
 TI = TaskInstanceState
 
@@ -54,23 +53,9 @@ def dags(home: Home) -> Home:
     return home
 
 
-class Statements:
-    def __init__(self, url: str) -> None:
-        self.engine = get_engine(url)
-        self.seen: list[str] = []
-        event.listen(self.engine, "before_cursor_execute", self._count)
-
-    def _count(self, conn: object, cursor: object, statement: str, *args: object) -> None:
-        if not statement.startswith(("BEGIN", "PRAGMA")):
-            self.seen.append(" ".join(statement.split()))
-
-    def close(self) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._count)
-
-
 @pytest.fixture
-def statements(dags: Home) -> Iterator[Statements]:
-    counter = Statements(dags.url)
+def statements(dags: Home) -> Iterator[StatementCounter]:
+    counter = StatementCounter(dags.url)
     yield counter
     counter.close()
 
@@ -80,7 +65,7 @@ def end_and_pass(
     run_pk: int,
     task_id: str,
     pool: str = "default_pool",
-    statements: Statements | None = None,
+    statements: StatementCounter | None = None,
 ) -> list[str]:
     """Run ``task_id``'s queued try to success and the pass, as one supervisor transaction.
 
@@ -90,7 +75,7 @@ def end_and_pass(
     with session_scope(home.url) as session:
         assert transition_tis(session, [ti_id], [TI.QUEUED], TI.RUNNING) == 1
     if statements is not None:
-        statements.seen.clear()
+        statements.statements.clear()
     with session_scope(home.url) as session:
         assert transition_tis(session, [ti_id], [TI.RUNNING], TI.SUCCESS) == 1
         ready: list[Enqueue] = schedule_after_end(session, run_pk, task_id, pool, True)
@@ -103,27 +88,27 @@ def active(home: Home, run_pks: list[int]) -> int:
 
 
 def test_a_lone_successor_is_queued_from_its_own_rows_without_counting_pools(
-    dags: Home, statements: Statements
+    dags: Home, statements: StatementCounter
 ) -> None:
     run_pk = dags.trigger("chain")
     assert [e.task_id for e in dags.schedule(run_pk)] == ["a"]
 
     assert end_and_pass(dags, run_pk, "a", statements=statements) == ["b"]
 
-    seen = list(statements.seen)
+    seen = list(statements.statements)
     assert dags.states(run_pk) == {"a": TI.SUCCESS, "b": TI.QUEUED, "c": TI.NONE}
     assert not [s for s in seen if "slot_pool" in s]
     # The end, the run's lock, the successor's rows, none -> scheduled -> queued.
     assert len(seen) == 5
 
 
-def test_several_successors_take_the_full_pass(dags: Home, statements: Statements) -> None:
+def test_several_successors_take_the_full_pass(dags: Home, statements: StatementCounter) -> None:
     run_pk = dags.trigger("fork")
     dags.schedule(run_pk)
 
     assert sorted(end_and_pass(dags, run_pk, "a", statements=statements)) == ["b", "c"]
 
-    assert [s for s in statements.seen if "slot_pool" in s]  # the pools were counted
+    assert [s for s in statements.statements if "slot_pool" in s]  # the pools were counted
 
 
 def test_a_try_waiting_for_a_slot_in_the_run_is_queued_in_order_by_the_full_pass(

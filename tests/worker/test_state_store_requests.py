@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from state import values
-from state.db import get_engine, session_scope
+from state.db import session_scope
 from state.models import DagRun, TaskInstance, TaskStateValue
 from state.runs import clear_task_instances
 from state.values import purge_expired_states
+from tests.state.harness import StatementCounter
 from worker import protocol as p
 from worker.execute import task_details
 from worker.logs import TryLog
@@ -60,20 +61,6 @@ def ask(ctx: TryContext, request: p._Message) -> p._Message:
 
 def log_text(ctx: TryContext) -> str:
     return ctx.log.path.read_text()
-
-
-class StatementCounter:
-    def __init__(self, url: str) -> None:
-        self.engine = get_engine(url)
-        self.statements: list[str] = []
-        event.listen(self.engine, "before_cursor_execute", self._count)
-
-    def _count(self, conn: object, cursor: object, statement: str, *args: object) -> None:
-        if not statement.startswith(("BEGIN", "PRAGMA")):
-            self.statements.append(statement)
-
-    def close(self) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._count)
 
 
 @pytest.fixture
