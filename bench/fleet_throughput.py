@@ -133,6 +133,36 @@ def bench_raw_celery(n: int, broker: str, workdir: Path) -> float:
         client.flushdb()
 
 
+def fleet_env(url: str, broker: str, dags: Path, home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a fleet's processes; ``extra`` also goes to this one (the DAG files
+    read it when this process syncs them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
+    env.update(
+        TRADEWIND_DATABASE_URL=url,
+        TRADEWIND_BROKER_URL=broker,
+        TRADEWIND_DAGS_FOLDER=str(dags),
+        TRADEWIND_HOME=str(home),
+        PYTHONPATH=str(ROOT),
+        **extra,
+    )
+    os.environ.update(extra)
+    return env
+
+
+def start_fleet(
+    url: str, dags: Path, env: dict[str, str], workdir: Path
+) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
+    """Migrate and sync the store, then start one worker (``worker.log``) and one scheduler."""
+    upgrade(url)
+    with session_scope(url) as session:
+        sync_dags(session, dags)
+    worker = start([*worker_argv("worker"), "--loglevel", "INFO"], env, workdir / "worker.log")
+    scheduler = start(
+        [sys.executable, "-m", "tradewind.cli", "scheduler"], env, workdir / "scheduler.log"
+    )
+    return worker, scheduler
+
+
 def bench_fleet(n: int, chain: int, broker: str, workdir: Path) -> dict[str, float]:
     name = f"tw_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
@@ -142,24 +172,9 @@ def bench_fleet(n: int, chain: int, broker: str, workdir: Path) -> dict[str, flo
     dags.mkdir()
     (dags / "bench.py").write_text(DAG_FILE)
     redis.Redis.from_url(broker).flushdb()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
-    env.update(
-        TRADEWIND_DATABASE_URL=url,
-        TRADEWIND_BROKER_URL=broker,
-        TRADEWIND_DAGS_FOLDER=str(dags),
-        TRADEWIND_HOME=str(workdir / "home"),
-        BENCH_N=str(n),
-        BENCH_CHAIN=str(chain),
-    )
-    os.environ.update(BENCH_N=str(n), BENCH_CHAIN=str(chain))
-    upgrade(url)
-    with session_scope(url) as session:
-        sync_dags(session, dags)
+    env = fleet_env(url, broker, dags, workdir / "home", BENCH_N=str(n), BENCH_CHAIN=str(chain))
+    worker, scheduler = start_fleet(url, dags, env, workdir)
     log = workdir / "worker.log"
-    worker = start([*worker_argv("worker"), "--loglevel", "INFO"], env, log)
-    scheduler = start(
-        [sys.executable, "-m", "tradewind.cli", "scheduler"], env, workdir / "scheduler.log"
-    )
     if os.environ.get("BENCH_PROFILE"):
         wait_ready(log)
         pids = subprocess.run(

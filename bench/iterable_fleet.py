@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -33,11 +32,9 @@ from sqlalchemy import func, select
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from fleet_throughput import start, stop, wait_ready, worker_argv  # noqa: E402
+from fleet_throughput import fleet_env, start_fleet, stop, wait_ready  # noqa: E402
 
-from scheduler.dag_sync import sync_dags  # noqa: E402
 from state.db import get_engine, session_scope  # noqa: E402
-from state.migrate import upgrade  # noqa: E402
 from state.models import DagRun, TaskInstance  # noqa: E402
 from state.runs import create_run  # noqa: E402
 
@@ -125,23 +122,11 @@ def run_fleet(
     dags.mkdir()
     (dags / "bench_items.py").write_text(DAG_FILE)
     redis.Redis.from_url(broker).flushdb()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
     home = workdir / "home"
-    env.update(
-        TRADEWIND_DATABASE_URL=url,
-        TRADEWIND_BROKER_URL=broker,
-        TRADEWIND_DAGS_FOLDER=str(dags),
-        TRADEWIND_HOME=str(home),
-        BENCH_ITEMS=str(items),
-        BENCH_EXPAND_ITEMS=str(expand_items),
-    )
-    os.environ.update(BENCH_ITEMS=str(items), BENCH_EXPAND_ITEMS=str(expand_items))
-    upgrade(url)
-    with session_scope(url) as session:
-        sync_dags(session, dags)
+    counts = {"BENCH_ITEMS": str(items), "BENCH_EXPAND_ITEMS": str(expand_items)}
+    env = fleet_env(url, broker, dags, home, **counts)
+    worker, scheduler = start_fleet(url, dags, env, workdir)
     log = workdir / "worker.log"
-    worker = start([*worker_argv("worker"), "--loglevel", "INFO"], env, log)
-    scheduler = start([sys.executable, "-m", "tradewind.cli", "scheduler"], env, workdir / "s.log")
     try:
         wait_ready(log)
         for dag_id in ("bench_iterate", "bench_expand"):

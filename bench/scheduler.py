@@ -40,7 +40,9 @@ import redis
 from sqlalchemy import event, func, select, update
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from fleet_throughput import fleet_env  # noqa: E402
 
 from scheduler.dag_sync import sync_dags  # noqa: E402
 from state.db import get_engine, session_scope  # noqa: E402
@@ -243,18 +245,6 @@ def bench_pass(url: str, sizes: list[int], repeats: int) -> list[dict[str, Any]]
 
 
 # --- 2. chain latency -------------------------------------------------------------------------
-
-
-def fleet_env(url: str, broker: str, dags: Path, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
-    env.update(
-        TRADEWIND_DATABASE_URL=url,
-        TRADEWIND_BROKER_URL=broker,
-        TRADEWIND_DAGS_FOLDER=str(dags),
-        TRADEWIND_HOME=str(home),
-        PYTHONPATH=str(ROOT),
-    )
-    return env
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
