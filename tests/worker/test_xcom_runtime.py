@@ -171,18 +171,24 @@ class Watch:
         return max((b - a).total_seconds() for a, b in pairs)
 
 
+def run_watched(setup: Setup, dag_id: str, task_id: str) -> tuple[Watch, int, list[str]]:
+    """Run ``dag_id`` while a thread samples ``task_id``'s heartbeats."""
+    watch = Watch(setup.home.url, task_id)
+    sampler = threading.Thread(target=watch.run)
+    sampler.start()
+    try:
+        run_pk, outcomes = setup.run(dag_id)
+    finally:
+        watch.stop.set()
+        sampler.join()
+    return watch, run_pk, outcomes
+
+
 def test_heartbeats_go_on_while_a_store_blocks_longer_than_the_zombie_threshold(
     setup: Setup,
 ) -> None:
     setup.configure(store=3 * ZOMBIE_SECONDS)
-    watch = Watch(setup.home.url, "rt")
-    sampler = threading.Thread(target=watch.run)
-    sampler.start()
-    try:
-        run_pk, outcomes = setup.run("slow_push")
-    finally:
-        watch.stop.set()
-        sampler.join()
+    watch, run_pk, outcomes = run_watched(setup, "slow_push", "rt")
     assert outcomes == ["success"]
     starts = [line for line in setup.marker("calls") if line.startswith("store rt big")]
     assert len(starts) == 1  # the one call that slept 3 s, three zombie thresholds
@@ -336,14 +342,7 @@ def test_a_task_slow_to_read_its_reply_does_not_hold_up_heartbeats(
     script.write_text(SLOW_READER.format(root=str(ROOT)))
     setup.home.write_dag(SLOW_READER_DAG.format(script=str(script)), name="slow_reader.py")
     assert setup.home.sync().import_errors == {}
-    watch = Watch(setup.home.url, "reader")
-    sampler = threading.Thread(target=watch.run)
-    sampler.start()
-    try:
-        run_pk, outcomes = setup.run("slow_reader")
-    finally:
-        watch.stop.set()
-        sampler.join()
+    watch, run_pk, outcomes = run_watched(setup, "slow_reader", "reader")
     assert outcomes == ["success", "success"]
     assert f"stdout: pulled {8 << 20}" in setup.log(run_pk, "reader")
     assert len(watch.heartbeats) >= 5  # several beats during a read of ~4 s
