@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from sqlalchemy import (
     ColumnElement,
     Insert,
-    Table,
     bindparam,
     delete,
     func,
@@ -31,7 +30,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from state.enums import TaskInstanceState
-from state.models import TaskInstance, TaskStateValue, utcnow
+from state.models import STATE_TABLE, TI_TABLE, TaskInstance, TaskStateValue, utcnow
 from state.transitions import Fence, TryFenced, assert_fence
 from state.upserts import insert_for
 from state.values import TIKey, delete_returning_objects, read_states_with_prefix
@@ -117,8 +116,7 @@ def _fenced_upsert() -> Insert:
     heartbeat, as ``assert_fence`` does, and the row is written only if it matched. Its
     RETURNING also turns off the wait for the WAL flush for this transaction alone.
     """
-    ti: Table = TaskInstance.__table__  # type: ignore[assignment]
-    state: Table = TaskStateValue.__table__  # type: ignore[assignment]
+    ti, state = TI_TABLE, STATE_TABLE
     fence = (
         update(ti)
         .where(

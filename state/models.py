@@ -17,6 +17,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -219,3 +220,12 @@ class Pool(Base):
     name: Mapped[str] = mapped_column(String(250), primary_key=True)
     slots: Mapped[int] = mapped_column(Integer, default=128)
     occupied: Mapped[int] = mapped_column(Integer, default=0)
+
+
+# The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a
+# try's end, a scheduling pass): they skip the ORM's compile and execute layers.
+TI_TABLE: Table = TaskInstance.__table__  # type: ignore[assignment]
+RUN_TABLE: Table = DagRun.__table__  # type: ignore[assignment]
+DAG_TABLE: Table = DagModel.__table__  # type: ignore[assignment]
+POOL_TABLE: Table = Pool.__table__  # type: ignore[assignment]
+STATE_TABLE: Table = TaskStateValue.__table__  # type: ignore[assignment]

@@ -18,11 +18,18 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from sqlalchemy import Table, bindparam, func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from state.enums import ACTIVE, DagRunState
-from state.models import DagModel, DagRun, Pool, TaskInstance
+from state.models import (
+    DAG_TABLE,
+    POOL_TABLE,
+    RUN_TABLE,
+    TI_TABLE,
+    Pool,
+    TaskInstance,
+)
 from state.upserts import insert_for, insert_missing
 
 DEFAULT_POOL = "default_pool"
@@ -51,10 +58,10 @@ class Room:
 # Built once: a pass runs these for every run it queues into, and building a statement costs
 # several times what executing it against a warm cache does. On the tables (Core), not the
 # mapped classes: the ORM's execute layer would double what a pass spends on each.
-_TI: Table = TaskInstance.__table__  # type: ignore[assignment]
-_POOL: Table = Pool.__table__  # type: ignore[assignment]
-_DAG: Table = DagModel.__table__  # type: ignore[assignment]
-_RUN: Table = DagRun.__table__  # type: ignore[assignment]
+_TI = TI_TABLE
+_POOL = POOL_TABLE
+_DAG = DAG_TABLE
+_RUN = RUN_TABLE
 _ACTIVE = _TI.c.state.in_(list(ACTIVE))
 _LOCK_DAG = select(_DAG.c.dag_id).where(_DAG.c.dag_id == bindparam("dag_id")).with_for_update()
 _LOCK_POOLS = (

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import Row, Table, bindparam, or_, select
+from sqlalchemy import Row, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from state.enums import FINISHED, DagRunState, TaskInstanceState
 from state.mapping import expand_mapped
-from state.models import DagModel, DagRun, TaskInstance, utcnow
+from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, DagModel, DagRun, TaskInstance, utcnow
 from state.pools import may_start_run, room_to_queue
 from state.readiness import TIRow, evaluate, run_outcome
 from state.runs import mark_run_started, verify_integrity
@@ -47,7 +47,7 @@ class Enqueue:
 # Built once (a pass runs them for every run, and building costs more than a cached execute).
 _LOCK_RUN = select(DagRun).where(DagRun.id == bindparam("run_pk")).with_for_update(skip_locked=True)
 _WAIT_FOR_RUN = select(DagRun).where(DagRun.id == bindparam("run_pk")).with_for_update()
-_TI: Table = TaskInstance.__table__  # type: ignore[assignment]
+_TI = TI_TABLE
 _RUN_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state, _TI.c.next_retry_at, _TI.c.pool).where(
     _TI.c.dag_id == bindparam("dag_id"), _TI.c.run_id == bindparam("run_id")
 )
@@ -56,9 +56,9 @@ _RUN_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state, _TI.c.next_retry_at, _T
 def lock_run(session: Session, run_pk: int, wait: bool = False) -> DagRun | None:
     """The run, row-locked for this transaction; None if another process holds it.
 
-    ``wait=True`` waits for the holder instead (a supervisor's downstream pass): a scheduler that
-    holds the run may have read it before this try's end committed, and skipping would leave the
-    downstream task waiting a whole scheduler loop.
+    ``wait=True`` waits for the holder instead, as a supervisor's pass after a try's end does
+    (``schedule_after_end``): a scheduler holding the run may have read it before that end
+    committed, and skipping would leave the downstream task waiting a whole scheduler loop.
     """
     options = {"populate_existing": True}
     statement = _WAIT_FOR_RUN if wait else _LOCK_RUN
@@ -178,16 +178,17 @@ def settle_run(
         run.state = target
 
 
-def schedule_run_by_pk(session: Session, run_pk: int, wait: bool = False) -> list[Enqueue]:
-    """Lock and schedule one run (if nobody else holds it, unless ``wait``)."""
-    return try_schedule_run(session, run_pk, wait) or []
+def schedule_run_by_pk(session: Session, run_pk: int) -> list[Enqueue]:
+    """Lock and schedule one run, if nobody else holds it."""
+    return try_schedule_run(session, run_pk) or []
 
 
-def try_schedule_run(session: Session, run_pk: int, wait: bool = False) -> list[Enqueue] | None:
+def try_schedule_run(session: Session, run_pk: int) -> list[Enqueue] | None:
     """As ``schedule_run_by_pk``, but None when another process holds the run (no pass ran)."""
-    statement = _LOCK_RUN_WITH_DAG_WAIT if wait else _LOCK_RUN_WITH_DAG
     options = {"populate_existing": True}
-    locked = session.execute(statement, {"run_pk": run_pk}, execution_options=options).first()
+    locked = session.execute(
+        _LOCK_RUN_WITH_DAG, {"run_pk": run_pk}, execution_options=options
+    ).first()
     if locked is None:
         return None
     run, version_hash, is_paused = locked
@@ -198,14 +199,13 @@ def try_schedule_run(session: Session, run_pk: int, wait: bool = False) -> list[
     return schedule_run(session, run, dag_structure(session, run.dag_id, version_hash))
 
 
-# The run, locked, with what says whether its DAG's structure changed: one statement.
+# The run, locked unless another holds it, with what says whether its DAG's structure changed.
 _LOCK_RUN_WITH_DAG = (
     select(DagRun, DagModel.version_hash, DagModel.is_paused)
     .outerjoin(DagModel, DagModel.dag_id == DagRun.dag_id)
     .where(DagRun.id == bindparam("run_pk"))
+    .with_for_update(of=DagRun, skip_locked=True)
 )
-_LOCK_RUN_WITH_DAG_WAIT = _LOCK_RUN_WITH_DAG.with_for_update(of=DagRun)
-_LOCK_RUN_WITH_DAG = _LOCK_RUN_WITH_DAG.with_for_update(of=DagRun, skip_locked=True)
 
 #: The last structure read of each DAG in this process, by its version hash.
 _STRUCTURES: dict[str, DagModel] = {}
@@ -271,8 +271,8 @@ class RunHead(Protocol):
     version_hash: str
 
 
-_RUN: Table = DagRun.__table__  # type: ignore[assignment]
-_DAG: Table = DagModel.__table__  # type: ignore[assignment]
+_RUN = RUN_TABLE
+_DAG = DAG_TABLE
 # The run's head, locked, with its DAG's: a Core row (loading the mapped run costs the hop ~1 ms).
 _LOCK_RUN_HEAD = (
     select(

@@ -18,7 +18,6 @@ from sqlalchemy import (
     ColumnElement,
     CursorResult,
     Row,
-    Table,
     Update,
     bindparam,
     update,
@@ -31,12 +30,12 @@ from state.enums import (
     DagRunState,
     TaskInstanceState,
 )
-from state.models import DagRun, TaskInstance, utcnow
+from state.models import RUN_TABLE, TI_TABLE, utcnow
 
 # Statements on the tables, not the mapped classes: Core statements skip the ORM's compile and
 # execute layers, which cost a noop try about a millisecond per write on the worker.
-_TI: Table = TaskInstance.__table__  # type: ignore[assignment]
-_RUN: Table = DagRun.__table__  # type: ignore[assignment]
+_TI = TI_TABLE
+_RUN = RUN_TABLE
 
 
 class IllegalTransition(ValueError):

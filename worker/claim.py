@@ -9,13 +9,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
-from state.models import DagModel, DagRun, TaskInstance, utcnow
+from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, utcnow
 from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
 from state.values import TIKey
 
@@ -80,9 +80,9 @@ def claim_try(
 
 
 _HOSTNAME = socket.gethostname()
-_TI: Table = TaskInstance.__table__  # type: ignore[assignment]
-_RUN: Table = DagRun.__table__  # type: ignore[assignment]
-_DAG: Table = DagModel.__table__  # type: ignore[assignment]
+_TI = TI_TABLE
+_RUN = RUN_TABLE
+_DAG = DAG_TABLE
 _JOIN_RUN = (
     _RUN.c.dag_id == _TI.c.dag_id,
     _RUN.c.run_id == _TI.c.run_id,
