@@ -8,7 +8,7 @@ from inside the task. Tries run through the real supervisor (``worker.execute.ex
 separate process samples every running task instance's heartbeat column, so the worst gap
 between two heartbeats of a try is measured as the scheduler would see it.
 
-    python bench/xcom_backends.py [--repeat 3] [--sqlite]
+    python bench/xcom_backends.py [--repeat 3] [--sqlite] [--backend B] [--size S]
 
 Prints a table; writes bench/results/xcom_backends.json.
 """
@@ -213,6 +213,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per size up to 1 MiB")
     parser.add_argument("--sqlite", action="store_true", help="SQLite instead of PostgreSQL")
+    parser.add_argument("--backend", choices=["sql", "object_storage"], help="only this backend")
+    parser.add_argument("--size", choices=list(SIZES), help="only this size")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="tw-bench-xcom-"))
     (home / "dags").mkdir()
@@ -244,8 +246,12 @@ def main() -> None:
             },
         }
         for backend, env in backends.items():
+            if args.backend not in (None, backend):
+                continue
             settings = configure(home, url, env)
             for label, size in SIZES.items():
+                if args.size not in (None, label):
+                    continue
                 repeat = args.repeat if size <= (1 << 20) else 1
                 runs = [measure(settings, home, url, label, size) for _ in range(repeat)]
                 for kind in ("py", "rt"):

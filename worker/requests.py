@@ -21,6 +21,7 @@ from state.transitions import Fence, TryFenced
 from state.values import TIKey
 from tradewind.connections import is_sensitive
 from worker import protocol as p
+from worker.background import Background
 from worker.logs import TryLog
 from worker.state_store import serving as state
 from worker.xcom import serving
@@ -52,6 +53,8 @@ class TryContext:
     # or goes to object storage (worker/state_store/serving.py).
     max_value_bytes: int = 65536
     xcoms: serving.TryXComs = field(default_factory=serving.TryXComs)
+    # XCom rows are read and written here, off the loop (worker/background.py).
+    background: Background = field(default_factory=Background)
     # Set by the supervisor loop: sends a reply to the task (a reply that waited on the helper).
     send: Callable[[p._Message], None] | None = None
 

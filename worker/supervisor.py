@@ -14,6 +14,7 @@ import selectors
 import signal
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -63,7 +64,7 @@ class SupervisorLoop:
         timeout = now + self.execution_timeout_seconds if self.execution_timeout_seconds else None
         self.deadlines = Deadlines(heartbeat=now + self.heartbeat_seconds, timeout=timeout)
         self.frames = p.FrameBuffer()
-        with selectors.DefaultSelector() as selector:
+        with selectors.DefaultSelector() as selector, closing(self.ctx.background):
             self._register(selector)
             while self._open or (self.process.poll() is None and not self._said_and_closed()):
                 wait = max(0.0, self.deadlines.nearest() - time.monotonic())
@@ -74,7 +75,7 @@ class SupervisorLoop:
                 self._on_deadlines()
                 if self.process.poll() is not None and self._drain_expired():
                     break
-            self._stop_helper(selector)
+            self._wind_down(selector)
         if self._pidfd is not None:
             os.close(self._pidfd)
         # Whatever the task left running in its group goes with it; for a task still exiting
@@ -99,6 +100,7 @@ class SupervisorLoop:
             # be reaped, and polling for that costs a noop task most of its run time.
             selector.register(self._pidfd, selectors.EVENT_READ, self._on_exit)
         self.ctx.send = self._send
+        self.ctx.background.register(selector)
         if self.ctx.xcoms.helper is not None:
             self.ctx.xcoms.helper.register(selector)
 
@@ -203,18 +205,21 @@ class SupervisorLoop:
                 self.ctx.log.line("supervisor", "still running after SIGTERM: sending SIGKILL")
                 self.process.signal_group(signal.SIGKILL)
 
-    def _stop_helper(self, selector: selectors.BaseSelector) -> None:
-        """Stop the XCom helper, heartbeating meanwhile: the try is not recorded yet."""
-        helper = self.ctx.xcoms.helper
-        if helper is None:
-            return
-        helper.begin_stop(time.monotonic())
-        while not helper.finished():
-            wake = min(helper.next_deadline(), self.deadlines.heartbeat)
+    def _wind_down(self, selector: selectors.BaseSelector) -> None:
+        """Finish a row still being written and stop the XCom helper, heartbeating meanwhile:
+        the try is not recorded yet."""
+        helper, background = self.ctx.xcoms.helper, self.ctx.background
+        if helper is not None:
+            helper.begin_stop(time.monotonic())
+        while background.pending or (helper is not None and not helper.finished()):
+            wake = self.deadlines.heartbeat
+            if helper is not None:
+                wake = min(helper.next_deadline(), wake)
             for key, _ in selector.select(max(0.0, wake - time.monotonic())):
                 key.data(selector, key.fileobj)
             now = time.monotonic()
-            helper.on_time(now)
+            if helper is not None:
+                helper.on_time(now)
             if now >= self.deadlines.heartbeat and not self.ctx.lost:
                 self._beat()
                 self.deadlines.heartbeat = now + self.heartbeat_seconds

@@ -9,14 +9,13 @@ try stored is purged before the retry runs; look-ups go through the supervisor, 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import signal
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,10 @@ from sqlalchemy import select
 from broker_config import message_of
 from state.connections import put_connection, set_variable
 from state.db import session_scope
-from state.liveness import find_zombies
-from state.models import TaskInstance, XCom, utcnow
+from state.models import XCom
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
+from tests.worker.xcom_support import Watch, watching
 from tradewind.settings import reload_settings
 from worker.execute import execute
 from worker.helper_process import XComHelperProcess
@@ -145,42 +144,10 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
         yield Setup(home, markers, monkeypatch)
 
 
-@dataclass
-class Watch:
-    """Samples a task instance's heartbeat, and the scheduler's zombie query, every 20 ms."""
-
-    url: str
-    task_id: str
-    heartbeats: list[dt.datetime] = field(default_factory=list)
-    zombie_seen: bool = False
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def run(self) -> None:
-        while not self.stop.wait(0.02):
-            with session_scope(self.url) as session:
-                ti = session.scalars(select(TaskInstance).filter_by(task_id=self.task_id)).first()
-                zombies = find_zombies(session, utcnow() - dt.timedelta(seconds=ZOMBIE_SECONDS))
-                if ti is None or ti.state != "running" or ti.last_heartbeat is None:
-                    continue
-                if not self.heartbeats or self.heartbeats[-1] != ti.last_heartbeat:
-                    self.heartbeats.append(ti.last_heartbeat)
-                self.zombie_seen |= any(z.id == ti.id for z in zombies)
-
-    def worst_gap_seconds(self) -> float:
-        pairs = zip(self.heartbeats, self.heartbeats[1:], strict=False)
-        return max((b - a).total_seconds() for a, b in pairs)
-
-
 def run_watched(setup: Setup, dag_id: str, task_id: str) -> tuple[Watch, int, list[str]]:
     """Run ``dag_id`` while a thread samples ``task_id``'s heartbeats."""
-    watch = Watch(setup.home.url, task_id)
-    sampler = threading.Thread(target=watch.run)
-    sampler.start()
-    try:
+    with watching(setup.home.url, task_id, ZOMBIE_SECONDS) as watch:
         run_pk, outcomes = setup.run(dag_id)
-    finally:
-        watch.stop.set()
-        sampler.join()
     return watch, run_pk, outcomes
 
 

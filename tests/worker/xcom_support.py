@@ -7,20 +7,26 @@ process, and a fork must not copy a server thread in the middle of a request.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from sqlalchemy import select
 
+from state.db import session_scope
+from state.liveness import find_zombies
+from state.models import TaskInstance, utcnow
 from tradewind.settings import Settings
 from worker.xcom.base import Lookups, XComAddress, XComBackend
 from worker.xcom.object_storage import ObjectStorageXComBackend
@@ -58,6 +64,47 @@ class Moto:
 
     def options(self) -> dict[str, Any]:
         return {**CREDENTIALS, "endpoint_url": self.endpoint}
+
+
+@dataclass
+class Watch:
+    """Samples a task instance's heartbeat, and the scheduler's zombie query, every 20 ms."""
+
+    url: str
+    task_id: str
+    zombie_seconds: float
+    heartbeats: list[dt.datetime] = field(default_factory=list)
+    zombie_seen: bool = False
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        threshold = dt.timedelta(seconds=self.zombie_seconds)
+        while not self.stop.wait(0.02):
+            with session_scope(self.url) as session:
+                ti = session.scalars(select(TaskInstance).filter_by(task_id=self.task_id)).first()
+                zombies = find_zombies(session, utcnow() - threshold)
+                if ti is None or ti.state != "running" or ti.last_heartbeat is None:
+                    continue
+                if not self.heartbeats or self.heartbeats[-1] != ti.last_heartbeat:
+                    self.heartbeats.append(ti.last_heartbeat)
+                self.zombie_seen |= any(z.id == ti.id for z in zombies)
+
+    def worst_gap_seconds(self) -> float:
+        pairs = zip(self.heartbeats, self.heartbeats[1:], strict=False)
+        return max((b - a).total_seconds() for a, b in pairs)
+
+
+@contextmanager
+def watching(url: str, task_id: str, zombie_seconds: float) -> Iterator[Watch]:
+    """Samples ``task_id``'s heartbeats on a thread while the body runs."""
+    watch = Watch(url, task_id, zombie_seconds)
+    sampler = threading.Thread(target=watch.run)
+    sampler.start()
+    try:
+        yield watch
+    finally:
+        watch.stop.set()
+        sampler.join()
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from state.values import TIKey, database_max_value_bytes, read_xcom, read_xcoms,
 from tradewind.context import CONTEXT_KEYS
 from tradewind.xcom_arg import XComArg
 from worker import protocol as p
+from worker.background import Outcome
 from worker.helper_process import HelperOnDemand, XComHelperProcess
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import BackendCalls, InProcessCalls, item, result_value
@@ -204,10 +205,20 @@ def _stored_items(
 
 
 def get_xcom(ctx: TryContext, request: p.GetXCom) -> p._Message | None:
-    with session_scope(ctx.url) as session:
-        items, mapped = _stored_items(
-            session, ctx.ti, request.task_id, request.key, request.map_index
-        )
+    def read() -> tuple[list[p.XComItem], bool]:
+        with session_scope(ctx.url) as session:
+            return _stored_items(session, ctx.ti, request.task_id, request.key, request.map_index)
+
+    def then(outcome: Outcome) -> None:
+        ctx.reply_later(request, lambda: _load(ctx, request, *outcome()))
+
+    ctx.background.submit(read, then)
+    return None
+
+
+def _load(
+    ctx: TryContext, request: p.GetXCom, items: list[p.XComItem], mapped: bool
+) -> p._Message | None:
     if not items:
         return p.XComResult(found=False)
     indexes = [one.map_index for one in items] if mapped else None
@@ -230,7 +241,10 @@ def set_xcom(ctx: TryContext, request: p.SetXCom) -> p._Message | None:
     where = _address(ctx.ti, request.key)
 
     def stored(result: p.XComBackendResult) -> None:
-        ctx.reply_later(request, lambda: _write_row(ctx, where, result_value(result)))
+        ctx.background.submit(
+            lambda: _write_row(ctx, where, result_value(result)),
+            lambda outcome: ctx.reply_later(request, outcome),
+        )
 
     ctx.xcoms.calls.call(
         p.XComBackendCall(operation="store", items=[item(where, request.value)]), stored
