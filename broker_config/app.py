@@ -6,10 +6,11 @@ from pathlib import Path
 
 from celery import Celery
 
-from broker_config import filesystem
+from broker_config import filesystem, redis_transport
 from broker_config.settings import celery_settings
 
 filesystem.install()
+redis_transport.install()
 
 
 def make_celery_app(broker_url: str, broker_folder: Path, main: str = "tradewind") -> Celery:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -46,12 +47,16 @@ def publish_many(app: Celery, tries: Iterable[QueuedTry]) -> int:
     sent = 0
     with app.producer_or_acquire() as producer:
         for queued in tries:
+            kwargs = {"message": message_of(queued).model_dump()}
             app.send_task(
                 EXECUTE_TASK_NAME,
-                kwargs={"message": message_of(queued).model_dump()},
+                kwargs=kwargs,
                 queue=queue_name(queued.queue),
                 producer=producer,
                 ignore_result=True,
+                # What Flower shows; Celery's own (reprlib over the kwargs) costs ~0.3 ms.
+                argsrepr="()",
+                kwargsrepr=json.dumps(kwargs),
             )
             sent += 1
     return sent

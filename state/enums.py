@@ -41,7 +41,9 @@ ACTIVE: frozenset[TaskInstanceState] = frozenset({TI.QUEUED, TI.RUNNING})
 _CLEARABLE = {TI.SUCCESS, TI.FAILED, TI.SKIPPED, TI.UPSTREAM_FAILED, TI.UP_FOR_RETRY}
 
 TASK_INSTANCE_TRANSITIONS: dict[TaskInstanceState, frozenset[TaskInstanceState]] = {
-    TI.NONE: frozenset({TI.SCHEDULED, TI.SKIPPED, TI.UPSTREAM_FAILED, TI.REMOVED}),
+    # none -> queued: a lone successor taking its upstream's slot, in the transaction that
+    # recorded that upstream's success (docs/decisions/a-successor-takes-the-slot.md).
+    TI.NONE: frozenset({TI.SCHEDULED, TI.QUEUED, TI.SKIPPED, TI.UPSTREAM_FAILED, TI.REMOVED}),
     TI.SCHEDULED: frozenset({TI.QUEUED, TI.NONE, TI.REMOVED}),
     # queued -> queued is the re-send of a lost message; queued -> failed/up_for_retry
     # ends a try whose message was re-sent or delivered too many times.

@@ -8,20 +8,27 @@ schedules the run, anyone else moves on, and no try is ever queued twice.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import Row, bindparam, or_, select
+from sqlalchemy import Row, bindparam, exists, or_, select
 from sqlalchemy.orm import Session
 
 from state.enums import FINISHED, DagRunState, TaskInstanceState
 from state.mapping import expand_mapped
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, DagModel, DagRun, TaskInstance, utcnow
 from state.pools import may_start_run, room_to_queue
-from state.readiness import TIRow, evaluate, run_outcome
+from state.readiness import TIRow, decide, evaluate, run_outcome
 from state.runs import mark_run_started, verify_integrity
-from state.transitions import INCREMENT, transition_run, transition_tis, transition_tis_returning
+from state.transitions import (
+    INCREMENT,
+    Chosen,
+    transition_run,
+    transition_tis,
+    transition_tis_returning,
+)
 
 TI = TaskInstanceState
 
@@ -151,7 +158,12 @@ def _queue_scheduled(
 
 def _queue(session: Session, ti_ids: list[int], now: dt.datetime) -> Sequence[Row[Any]]:
     """``scheduled -> queued``: each queue starts a try."""
-    values = {
+    return transition_tis_returning(session, ti_ids, [TI.SCHEDULED], TI.QUEUED, _queued(now))
+
+
+def _queued(now: dt.datetime) -> dict[str, Any]:
+    """What queuing writes besides the state: a new try, not yet claimed by anyone."""
+    return {
         "try_number": INCREMENT,
         "queued_at": now,
         "fence_token": None,
@@ -161,7 +173,6 @@ def _queue(session: Session, ti_ids: list[int], now: dt.datetime) -> Sequence[Ro
         "pid": None,
         "next_retry_at": None,
     }
-    return transition_tis_returning(session, ti_ids, [TI.SCHEDULED], TI.QUEUED, values)
 
 
 def settle_run(
@@ -296,6 +307,34 @@ _SUCCESSOR_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state).where(
 )
 
 
+_CHOSEN, _WAITING = _TI.alias("chosen"), _TI.alias("waiting")
+# The successor by name, unless tries of its run wait for slots (the full pass queues those
+# first): the hand-over of a chain's next task needs no read before its UPDATE.
+_LONE_SUCCESSOR = select(_CHOSEN.c.id).where(
+    _CHOSEN.c.dag_id == bindparam("of_dag"),
+    _CHOSEN.c.run_id == bindparam("of_run"),
+    _CHOSEN.c.task_id == bindparam("successor"),
+    ~exists().where(
+        _WAITING.c.dag_id == bindparam("of_dag"),
+        _WAITING.c.run_id == bindparam("of_run"),
+        _WAITING.c.state == TI.SCHEDULED,
+    ),
+)
+
+
+def _lone_successor(run: RunHead, task_id: str) -> Chosen:
+    params = {"of_dag": run.dag_id, "of_run": run.run_id, "successor": task_id}
+    return Chosen(_LONE_SUCCESSOR, params)
+
+
+def _follows_only(tasks: Mapping[str, Any], spec: Mapping[str, Any], ended: str) -> bool:
+    """Whether the success of ``ended`` alone makes the task of ``spec`` ready: its one upstream,
+    unmapped (one task instance), under a trigger rule that one success satisfies."""
+    if spec["upstream"] != [ended] or tasks[ended].get("mapping"):
+        return False
+    return decide(spec["trigger_rule"], Counter({TI.SUCCESS: 1}), 1) == TI.SCHEDULED
+
+
 def _hand_over_slot(
     session: Session, run: RunHead, dag_model: DagModel, ended: str, pool: str
 ) -> list[Enqueue] | None:
@@ -307,6 +346,13 @@ def _hand_over_slot(
     spec = tasks.get(successors[0]) if len(successors) == 1 else None
     if spec is None or spec.get("mapping") or spec.get("pool") != pool:
         return None
+    if _follows_only(tasks, spec, ended):
+        queued = transition_tis_returning(
+            session, _lone_successor(run, successors[0]), [TI.NONE], TI.QUEUED, _queued(utcnow())
+        )
+        if queued:
+            return [Enqueue.of(row) for row in queued]
+        # Not 'none' any more, or tries of the run wait for slots: read the rows and decide.
     task_ids = [*spec["upstream"], *successors]
     params = {"dag_id": run.dag_id, "run_id": run.run_id, "task_ids": task_ids}
     rows = [TIRow(r.id, r.task_id, TI(r.state)) for r in session.execute(_SUCCESSOR_ROWS, params)]

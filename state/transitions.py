@@ -18,6 +18,7 @@ from sqlalchemy import (
     ColumnElement,
     CursorResult,
     Row,
+    Select,
     Update,
     bindparam,
     update,
@@ -73,6 +74,15 @@ class Increment:
 INCREMENT = Increment()
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """Task instances named by a SELECT of their ids instead of a list, so the move needs no
+    read before it. ``ids`` must be built once (a module constant): statements are cached by it."""
+
+    ids: Select[Any]
+    params: Mapping[str, Any]
+
+
 @functools.lru_cache(maxsize=512)
 def _prepared_update(
     from_states: frozenset[TaskInstanceState],
@@ -84,6 +94,7 @@ def _prepared_update(
     returning: bool,
     joined: tuple[ColumnElement[bool], ...],
     also: tuple[ColumnElement[Any], ...],
+    chosen: Select[Any] | None = None,
 ) -> Update:
     """One UPDATE per shape, built once: building one costs a try about a millisecond.
 
@@ -91,10 +102,14 @@ def _prepared_update(
     identity: the cache holds it alive, so its key cannot come to name another expression.
     """
     check_allowed(TASK_INSTANCE_TRANSITIONS, from_states, to_state)
+    if chosen is None:
+        named = _TI.c.id.in_(bindparam("ti_ids", expanding=True))
+    else:
+        named = _TI.c.id.in_(chosen)
     statement = (
         update(_TI)
         .where(
-            _TI.c.id.in_(bindparam("ti_ids", expanding=True)),
+            named,
             _TI.c.state.in_(sorted(from_states)),
             *joined,
         )
@@ -122,7 +137,7 @@ def _is_expression(value: Any) -> bool:
 
 
 def _ti_update(
-    ti_ids: Collection[int],
+    ti_ids: Collection[int] | Chosen,
     from_states: Collection[TaskInstanceState],
     to_state: TaskInstanceState,
     values: Mapping[str, Any] | None,
@@ -145,8 +160,10 @@ def _ti_update(
         returning,
         tuple(joined),
         tuple(also),
+        ti_ids.ids if isinstance(ti_ids, Chosen) else None,
     )
-    params = {"ti_ids": list(ti_ids), **{f"value_{name}": v for name, v in plain.items()}}
+    chosen = ti_ids.params if isinstance(ti_ids, Chosen) else {"ti_ids": list(ti_ids)}
+    params = {**chosen, **{f"value_{name}": v for name, v in plain.items()}}
     if fence is not None:
         params.update(fence_try=fence.try_number, token=fence.token)
     if try_number is not None:
@@ -177,7 +194,7 @@ def transition_tis(
 
 def transition_tis_returning(
     session: Session,
-    ti_ids: Collection[int],
+    ti_ids: Collection[int] | Chosen,
     from_states: Collection[TaskInstanceState],
     to_state: TaskInstanceState,
     values: Mapping[str, Any] | None = None,
@@ -194,7 +211,7 @@ def transition_tis_returning(
     statement, params = _ti_update(
         ti_ids, from_states, to_state, values, None, try_number, True, joined, also
     )
-    if not ti_ids:
+    if not isinstance(ti_ids, Chosen) and not ti_ids:
         return []
     return session.execute(statement, params).all()
 

@@ -106,6 +106,9 @@ def test_publish_sends_ids_only_on_the_tasks_queue_without_delay() -> None:
             "queue": "default",
             "producer": "producer",
             "ignore_result": True,
+            "argsrepr": "()",
+            "kwargsrepr": '{"message": {"ti_id": 1, "try_number": 3, "dag_id": "d", "run_id": "r", '
+            '"task_id": "t", "map_index": -1}}',
         },
     )
     assert second[1]["queue"] == "gpu"

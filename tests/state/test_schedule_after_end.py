@@ -1,8 +1,9 @@
 """A supervisor's pass after its try's end: a lone successor takes the ended try's slot.
 
 The pass runs in the transaction that records the end (``worker/execute.py``). For a successful
-task with one plain successor in its pool, only the successor's and its upstreams' rows are read
-and no pool is counted; anything else is the full pass, with the same outcome as the scheduler's.
+task with one plain successor in its pool, no pool is counted and only the successor's and its
+upstreams' rows are read (none at all when the ended task is its only upstream); anything else
+is the full pass, with the same outcome as the scheduler's.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ with DAG("fork"):
 
 with DAG("solo_chain", max_active_runs=4):
     step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
+
+with DAG("alerting"):
+    step.override(task_id="a")() >> step.override(task_id="alert", trigger_rule="one_failed")()
 
 with DAG("solo_side"):
     step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
@@ -98,8 +102,20 @@ def test_a_lone_successor_is_queued_from_its_own_rows_without_counting_pools(
     seen = list(statements.statements)
     assert dags.states(run_pk) == {"a": TI.SUCCESS, "b": TI.QUEUED, "c": TI.NONE}
     assert not [s for s in seen if "slot_pool" in s]
-    # The end, the run's lock, the successor's rows, none -> scheduled -> queued.
-    assert len(seen) == 5
+    # The end, the run's lock, and none -> queued of the successor chosen by name: no read.
+    assert len(seen) == 3
+    assert dags.ti(run_pk, "b").try_number == 1
+
+
+def test_a_successor_one_success_does_not_make_ready_is_decided_from_the_rows(
+    dags: Home,
+) -> None:
+    run_pk = dags.trigger("alerting")
+    dags.schedule(run_pk)
+
+    assert end_and_pass(dags, run_pk, "a") == []
+
+    assert dags.states(run_pk) == {"a": TI.SUCCESS, "alert": TI.SKIPPED}
 
 
 def test_several_successors_take_the_full_pass(dags: Home, statements: StatementCounter) -> None:

@@ -127,8 +127,8 @@ def test_an_illegal_transition_raises_even_with_no_rows_to_move(url: str) -> Non
 
 def test_one_illegal_source_among_several_refuses_the_whole_move(url: str) -> None:
     ti_id = add_ti(url, TI.SCHEDULED)
-    with pytest.raises(IllegalTransition, match="none -> queued"), session_scope(url) as s:
-        transition_tis(s, [ti_id], [TI.SCHEDULED, TI.NONE], TI.QUEUED)
+    with pytest.raises(IllegalTransition, match="success -> queued"), session_scope(url) as s:
+        transition_tis(s, [ti_id], [TI.SCHEDULED, TI.SUCCESS], TI.QUEUED)
     assert ti_row(url, ti_id).state == TI.SCHEDULED
 
 
