@@ -8,27 +8,21 @@ schedules the run, anyone else moves on, and no try is ever queued twice.
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import Row, bindparam, exists, or_, select
+from sqlalchemy import Row, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from state.enums import FINISHED, DagRunState, TaskInstanceState
+from state.hand_over import chosen_successor, follows_only, queued_values, single_successor
 from state.mapping import expand_mapped
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, DagModel, DagRun, TaskInstance, utcnow
 from state.pools import may_start_run, room_to_queue
-from state.readiness import TIRow, decide, evaluate, run_outcome
+from state.readiness import TIRow, evaluate, run_outcome
 from state.runs import mark_run_started, verify_integrity
-from state.transitions import (
-    INCREMENT,
-    Chosen,
-    transition_run,
-    transition_tis,
-    transition_tis_returning,
-)
+from state.transitions import transition_run, transition_tis, transition_tis_returning
 
 TI = TaskInstanceState
 
@@ -158,21 +152,7 @@ def _queue_scheduled(
 
 def _queue(session: Session, ti_ids: list[int], now: dt.datetime) -> Sequence[Row[Any]]:
     """``scheduled -> queued``: each queue starts a try."""
-    return transition_tis_returning(session, ti_ids, [TI.SCHEDULED], TI.QUEUED, _queued(now))
-
-
-def _queued(now: dt.datetime) -> dict[str, Any]:
-    """What queuing writes besides the state: a new try, not yet claimed by anyone."""
-    return {
-        "try_number": INCREMENT,
-        "queued_at": now,
-        "fence_token": None,
-        # Not ``deliveries``: it counts across tries until a supervisor records an end.
-        "queued_resends": 0,
-        "hostname": None,
-        "pid": None,
-        "next_retry_at": None,
-    }
+    return transition_tis_returning(session, ti_ids, [TI.SCHEDULED], TI.QUEUED, queued_values(now))
 
 
 def settle_run(
@@ -229,8 +209,8 @@ def dag_structure(session: Session, dag_id: str, version_hash: str) -> DagModel:
     supervisor's downstream pass more to fetch and decode than the rest of its reads. The copy
     kept is a transient row, never attached to a session, and is read, never changed.
     """
-    cached = _STRUCTURES.get(dag_id)
-    if cached is not None and cached.version_hash == version_hash:
+    cached = cached_structure(dag_id, version_hash)
+    if cached is not None:
         return cached
     row = session.execute(
         select(DagModel.fileloc, DagModel.structure, DagModel.version_hash).where(
@@ -242,6 +222,25 @@ def dag_structure(session: Session, dag_id: str, version_hash: str) -> DagModel:
     )
     _STRUCTURES[dag_id] = snapshot
     return snapshot
+
+
+def cached_structure(dag_id: str, version_hash: str) -> DagModel | None:
+    """The DAG at ``version_hash`` if this process has read it already (``dag_structure``)."""
+    cached = _STRUCTURES.get(dag_id)
+    return cached if cached is not None and cached.version_hash == version_hash else None
+
+
+def successor_to_hand_over(dag_id: str, version_hash: str, ended: str, pool: str) -> str | None:
+    """The task whose readiness the success of ``ended`` alone decides, to be queued in its slot
+    (``state.hand_over``); None when the pass must read the run, or the DAG is not read yet."""
+    dag_model = cached_structure(dag_id, version_hash)
+    if dag_model is None:
+        return None
+    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    single = single_successor(tasks, ended, pool)
+    if single is None or not follows_only(tasks, single[1], ended):
+        return None
+    return single[0]
 
 
 def schedule_after_end(
@@ -307,34 +306,6 @@ _SUCCESSOR_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state).where(
 )
 
 
-_CHOSEN, _WAITING = _TI.alias("chosen"), _TI.alias("waiting")
-# The successor by name, unless tries of its run wait for slots (the full pass queues those
-# first): the hand-over of a chain's next task needs no read before its UPDATE.
-_LONE_SUCCESSOR = select(_CHOSEN.c.id).where(
-    _CHOSEN.c.dag_id == bindparam("of_dag"),
-    _CHOSEN.c.run_id == bindparam("of_run"),
-    _CHOSEN.c.task_id == bindparam("successor"),
-    ~exists().where(
-        _WAITING.c.dag_id == bindparam("of_dag"),
-        _WAITING.c.run_id == bindparam("of_run"),
-        _WAITING.c.state == TI.SCHEDULED,
-    ),
-)
-
-
-def _lone_successor(run: RunHead, task_id: str) -> Chosen:
-    params = {"of_dag": run.dag_id, "of_run": run.run_id, "successor": task_id}
-    return Chosen(_LONE_SUCCESSOR, params)
-
-
-def _follows_only(tasks: Mapping[str, Any], spec: Mapping[str, Any], ended: str) -> bool:
-    """Whether the success of ``ended`` alone makes the task of ``spec`` ready: its one upstream,
-    unmapped (one task instance), under a trigger rule that one success satisfies."""
-    if spec["upstream"] != [ended] or tasks[ended].get("mapping"):
-        return False
-    return decide(spec["trigger_rule"], Counter({TI.SUCCESS: 1}), 1) == TI.SCHEDULED
-
-
 def _hand_over_slot(
     session: Session, run: RunHead, dag_model: DagModel, ended: str, pool: str
 ) -> list[Enqueue] | None:
@@ -342,23 +313,23 @@ def _hand_over_slot(
     tasks: Mapping[str, Any] = dag_model.structure["tasks"]
     if run.state != DagRunState.RUNNING or run.version_hash != dag_model.version_hash:
         return None
-    successors = tasks.get(ended, {}).get("downstream", [])
-    spec = tasks.get(successors[0]) if len(successors) == 1 else None
-    if spec is None or spec.get("mapping") or spec.get("pool") != pool:
+    single = single_successor(tasks, ended, pool)
+    if single is None:
         return None
-    if _follows_only(tasks, spec, ended):
-        queued = transition_tis_returning(
-            session, _lone_successor(run, successors[0]), [TI.NONE], TI.QUEUED, _queued(utcnow())
-        )
+    successor, spec = single
+    if follows_only(tasks, spec, ended):
+        chosen = chosen_successor(run.dag_id, run.run_id, successor)
+        values = queued_values(utcnow())
+        queued = transition_tis_returning(session, chosen, [TI.NONE], TI.QUEUED, values)
         if queued:
             return [Enqueue.of(row) for row in queued]
         # Not 'none' any more, or tries of the run wait for slots: read the rows and decide.
-    task_ids = [*spec["upstream"], *successors]
+    task_ids = [*spec["upstream"], successor]
     params = {"dag_id": run.dag_id, "run_id": run.run_id, "task_ids": task_ids}
     rows = [TIRow(r.id, r.task_id, TI(r.state)) for r in session.execute(_SUCCESSOR_ROWS, params)]
     if any(row.state == TI.SCHEDULED for row in rows):
         return None  # tries waiting for slots: the full pass queues them in order
-    decisions = evaluate(dag_model.structure, rows, only=successors)
+    decisions = evaluate(dag_model.structure, rows, only=[successor])
     if decisions.upstream_failed or decisions.skip:
         return None  # a cascade, and perhaps the run's end
     if not decisions.schedule:

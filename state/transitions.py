@@ -171,6 +171,22 @@ def _ti_update(
     return statement, params
 
 
+def ti_move(
+    ti_ids: Collection[int] | Chosen,
+    from_states: Collection[TaskInstanceState],
+    to_state: TaskInstanceState,
+    values: Mapping[str, Any] | None = None,
+    fence: Fence | None = None,
+) -> tuple[Update, dict[str, Any]]:
+    """A move as a statement to compose into a larger one (as a CTE), and its parameters.
+
+    Checked against the transition table like every move; the statement is the one cached for
+    its shape, so a statement built from it can be cached by it. Two moves composed must not
+    share a parameter name (a ``value_<column>`` of both, a fence, or ids given as a list).
+    """
+    return _ti_update(ti_ids, from_states, to_state, values, fence)
+
+
 def transition_tis(
     session: Session,
     ti_ids: Collection[int],

@@ -34,6 +34,8 @@ class Claim:
     fileloc: str
     task_spec: dict[str, Any]
     run: dict[str, Any]
+    # The version of the DAG the run follows (a structure this process may have read already).
+    version_hash: str | None = None
 
 
 def claim_try(
@@ -69,6 +71,7 @@ def claim_try(
         generation=ti.generation,
         fileloc=run.fileloc,
         task_spec=run.task_spec or {},
+        version_hash=run.run_version,
         run={
             "params": {**(run.params or {}), **(run.conf or {})},
             "run_type": run.run_type,
@@ -95,6 +98,7 @@ def _run_columns(task_spec: ColumnElement[Any]) -> tuple[ColumnElement[Any], ...
     (a large DAG's JSON is hundreds of KiB)."""
     return (
         _RUN.c.id.label("run_pk"),
+        _RUN.c.version_hash.label("run_version"),
         _RUN.c.conf,
         _RUN.c.run_type,
         _RUN.c.logical_date,
@@ -162,13 +166,18 @@ def final_for_failure(claim: Claim, error: str, retryable: bool) -> Final:
 
 def record_final(session: Session, claim: Claim, final: Final) -> bool:
     """Write the end of the try, fenced; False when the try no longer held the task instance."""
-    now = utcnow()
+    values = end_values(claim, final, utcnow())
+    moved = transition_tis(
+        session, [claim.fence.ti_id], [TI.RUNNING], final.state, values, claim.fence
+    )
+    return moved == 1
+
+
+def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
+    """What recording the end writes besides the state."""
     # A supervisor lived to record this end: the delivery count starts over (see claim_try).
     values: dict[str, Any] = {"end_date": now, "error": final.error, "deliveries": 0}
     if final.state == TI.UP_FOR_RETRY:
         delay = float(claim.task_spec.get("retry_delay_seconds", 0))
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
-    moved = transition_tis(
-        session, [claim.fence.ti_id], [TI.RUNNING], final.state, values, claim.fence
-    )
-    return moved == 1
+    return values

@@ -5,15 +5,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from broker_config import TaskInstanceMessage
-from state.db import session_scope, statement_scope
+from state.db import get_engine, session_scope, statement_scope
 from state.enums import TaskInstanceState
+from state.hand_over import end_and_queue
+from state.models import utcnow
 from state.pools import DEFAULT_POOL
-from state.scheduling import Enqueue, schedule_after_end
+from state.scheduling import Enqueue, schedule_after_end, successor_to_hand_over
 from tradewind.exceptions import TaskNotFound
 from tradewind.settings import Settings, SettingsError
 from worker import protocol as p
-from worker.claim import Claim, Final, claim_try, final_for_failure, record_final
+from worker.claim import Claim, Final, claim_try, end_values, final_for_failure, record_final
 from worker.dags import find_task
 from worker.iterable import run_iterable_task
 from worker.logs import TryLog, log_path
@@ -127,6 +131,9 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
     the run: the scheduler's passes lock runs, but never the row of a running try.
     """
     if claim.task_spec.get("downstream"):
+        handed_over = _end_and_hand_over(url, claim, final)
+        if handed_over is not None:
+            return handed_over
         try:
             with session_scope(url) as session:
                 if not record_final(session, claim, final):
@@ -140,3 +147,38 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
             log.exception("scheduling downstream of %s failed; the scheduler will do it", claim.ti)
     with statement_scope(url) as session:
         return record_final(session, claim, final), []
+
+
+def _end_and_hand_over(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]] | None:
+    """On PostgreSQL, a success whose lone successor it alone makes ready: the end and that
+    successor's queuing as one statement (``state.hand_over.end_and_queue``). None: not that
+    case, or the statement failed before anything was written; the usual end follows."""
+    pool = str(claim.task_spec.get("pool", DEFAULT_POOL))
+    if final.state != TaskInstanceState.SUCCESS or claim.version_hash is None:
+        return None
+    if get_engine(url).dialect.name != "postgresql":
+        return None
+    ti = claim.ti
+    successor = successor_to_hand_over(ti.dag_id, claim.version_hash, ti.task_id, pool)
+    if successor is None:
+        return None
+    now = utcnow()
+    values = end_values(claim, final, now)
+    try:
+        with statement_scope(url) as session:
+            recorded, rows = end_and_queue(
+                session, claim.fence, values, claim.run_pk, ti, successor, claim.version_hash, now
+            )
+    except SQLAlchemyError:
+        log.exception("the end of %s with its successor failed; recording it alone", ti)
+        return None
+    if not recorded or rows:
+        return recorded, [Enqueue.of(row) for row in rows]
+    # Recorded, and the successor could not take the slot: the usual pass decides (the
+    # scheduler's loop would, otherwise).
+    try:
+        with session_scope(url) as session:
+            return True, schedule_after_end(session, claim.run_pk, ti.task_id, pool, True)
+    except SQLAlchemyError:
+        log.exception("scheduling downstream of %s failed; the scheduler will do it", ti)
+        return True, []

@@ -1,0 +1,98 @@
+"""A chain's hop on PostgreSQL: the try's end and its lone successor's queuing in one statement.
+
+Tries are claimed and ended with the supervisor's own functions (``worker.claim``,
+``worker.execute._end_try``) on a real PostgreSQL; statements are counted on the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker_config import message_of
+from state.db import session_scope, statement_scope
+from state.enums import TaskInstanceState
+from state.pools import set_pool
+from state.scheduling import dag_structure
+from state.transitions import transition_tis
+from tests.state.harness import Home, StatementCounter, tradewind_home
+from worker.claim import Claim, Final, claim_try
+from worker.execute import _end_try
+
+TI = TaskInstanceState
+PG_DATABASE_PREFIX = "tw_hand_over_"
+
+DAGS = """
+from tradewind import DAG, task
+
+@task
+def step():
+    pass
+
+with DAG("chain"):
+    step.override(task_id="a")() >> step.override(task_id="b")() >> step.override(task_id="c")()
+
+with DAG("solo_side"):
+    step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
+    step.override(task_id="c", pool="solo")()
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str) -> Iterator[Home]:
+    with tradewind_home(tmp_path, monkeypatch, database_url=pg_url) as made:
+        with session_scope(made.url) as session:
+            set_pool(session, "solo", 1)
+        made.write_dag(DAGS)
+        assert made.sync().import_errors == {}
+        yield made
+
+
+def claim_first(home: Home, dag_id: str) -> tuple[int, Claim]:
+    """Trigger ``dag_id``, claim its first queued try, and have its DAG's structure read."""
+    run_pk = home.trigger(dag_id)
+    (queued, *_) = home.schedule(run_pk)
+    with statement_scope(home.url) as session:
+        claim = claim_try(session, message_of(queued))
+        assert isinstance(claim, Claim) and claim.version_hash is not None
+        dag_structure(session, dag_id, claim.version_hash)  # as an earlier try's pass would
+    return run_pk, claim
+
+
+def test_a_chain_hop_is_one_statement(home: Home) -> None:
+    run_pk, claim = claim_first(home, "chain")
+    counter = StatementCounter(home.url)
+    try:
+        recorded, ready = _end_try(home.url, claim, Final(TI.SUCCESS))
+    finally:
+        counter.close()
+    assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
+    assert len(counter.statements) == 1
+    assert home.states(run_pk) == {"a": TI.SUCCESS, "b": TI.QUEUED, "c": TI.NONE}
+    b = home.ti(run_pk, "b")
+    assert (b.try_number, b.fence_token, b.queued_at is not None) == (1, None, True)
+    assert home.ti(run_pk, "a").end_date == b.queued_at  # one statement, one moment
+
+
+def test_a_try_that_lost_its_task_instance_records_and_queues_nothing(home: Home) -> None:
+    run_pk, claim = claim_first(home, "chain")
+    with session_scope(home.url) as session:  # a zombie sweep got there first
+        assert transition_tis(session, [claim.fence.ti_id], [TI.RUNNING], TI.FAILED) == 1
+
+    assert _end_try(home.url, claim, Final(TI.SUCCESS)) == (False, [])
+
+    assert home.states(run_pk) == {"a": TI.FAILED, "b": TI.NONE, "c": TI.NONE}
+
+
+def test_a_try_waiting_for_a_slot_sends_the_hop_to_the_full_pass(home: Home) -> None:
+    run_pk, claim = claim_first(home, "solo_side")
+    assert home.states(run_pk)["c"] == TI.SCHEDULED  # waits for the pool's one slot
+
+    recorded, ready = _end_try(home.url, claim, Final(TI.SUCCESS))
+
+    assert recorded and len(ready) == 1
+    states = home.states(run_pk)
+    assert states["a"] == TI.SUCCESS
+    assert sum(state == TI.QUEUED for state in states.values()) == 1  # never two in one slot
