@@ -9,11 +9,12 @@ from celery import Celery
 from broker_config import filesystem, redis_transport
 from broker_config.settings import celery_settings
 
-filesystem.install()
-redis_transport.install()
-
 
 def make_celery_app(broker_url: str, broker_folder: Path, main: str = "tradewind") -> Celery:
+    # Tradewind's transports for filesystem:// and redis:// URLs, installed with the first app
+    # (not on import: a plain Celery app of the same process keeps kombu's own).
+    filesystem.install()
+    redis_transport.install()
     app = Celery(main, set_as_current=False)
     app.conf.update(celery_settings(broker_url, broker_folder))
     return app
