@@ -140,3 +140,32 @@ class StatementCounter:
 
     def close(self) -> None:
         event.remove(self.engine, "before_cursor_execute", self._count)
+
+
+# Chains, a fork, an alert on failure, and runs sharing the one slot of pool "solo": the DAGs of
+# the tests of a try's end and the pass that follows it.
+HAND_OVER_DAGS = """
+from tradewind import DAG, task
+
+@task
+def step():
+    pass
+
+with DAG("chain"):
+    step.override(task_id="a")() >> step.override(task_id="b")() >> step.override(task_id="c")()
+
+with DAG("fork"):
+    a = step.override(task_id="a")()
+    a >> step.override(task_id="b")()
+    a >> step.override(task_id="c")()
+
+with DAG("solo_chain", max_active_runs=4):
+    step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
+
+with DAG("alerting"):
+    step.override(task_id="a")() >> step.override(task_id="alert", trigger_rule="one_failed")()
+
+with DAG("solo_side"):
+    step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
+    step.override(task_id="c", pool="solo")()
+"""

@@ -17,27 +17,12 @@ from state.enums import TaskInstanceState
 from state.pools import set_pool
 from state.scheduling import dag_structure
 from state.transitions import transition_tis
-from tests.state.harness import Home, StatementCounter, tradewind_home
+from tests.state.harness import HAND_OVER_DAGS, Home, StatementCounter, tradewind_home
 from worker.claim import Claim, Final, claim_try
 from worker.execute import _end_try
 
 TI = TaskInstanceState
 PG_DATABASE_PREFIX = "tw_hand_over_"
-
-DAGS = """
-from tradewind import DAG, task
-
-@task
-def step():
-    pass
-
-with DAG("chain"):
-    step.override(task_id="a")() >> step.override(task_id="b")() >> step.override(task_id="c")()
-
-with DAG("solo_side"):
-    step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
-    step.override(task_id="c", pool="solo")()
-"""
 
 
 @pytest.fixture
@@ -45,7 +30,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str) -> Iterat
     with tradewind_home(tmp_path, monkeypatch, database_url=pg_url) as made:
         with session_scope(made.url) as session:
             set_pool(session, "solo", 1)
-        made.write_dag(DAGS)
+        made.write_dag(HAND_OVER_DAGS)
         assert made.sync().import_errors == {}
         yield made
 

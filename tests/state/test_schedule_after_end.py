@@ -17,42 +17,16 @@ from state.enums import TaskInstanceState
 from state.pools import set_pool
 from state.scheduling import Enqueue, schedule_after_end
 from state.transitions import transition_tis
-from tests.state.harness import Home, StatementCounter
+from tests.state.harness import HAND_OVER_DAGS, Home, StatementCounter
 
 TI = TaskInstanceState
-
-DAGS = """
-from tradewind import DAG, task
-
-@task
-def step():
-    pass
-
-with DAG("chain"):
-    step.override(task_id="a")() >> step.override(task_id="b")() >> step.override(task_id="c")()
-
-with DAG("fork"):
-    a = step.override(task_id="a")()
-    a >> step.override(task_id="b")()
-    a >> step.override(task_id="c")()
-
-with DAG("solo_chain", max_active_runs=4):
-    step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
-
-with DAG("alerting"):
-    step.override(task_id="a")() >> step.override(task_id="alert", trigger_rule="one_failed")()
-
-with DAG("solo_side"):
-    step.override(task_id="a", pool="solo")() >> step.override(task_id="b", pool="solo")()
-    step.override(task_id="c", pool="solo")()
-"""
 
 
 @pytest.fixture
 def dags(home: Home) -> Home:
     with session_scope(home.url) as session:
         set_pool(session, "solo", 1)
-    home.write_dag(DAGS)
+    home.write_dag(HAND_OVER_DAGS)
     assert home.sync().import_errors == {}
     return home
 

@@ -24,7 +24,7 @@ from broker_config import message_of
 from state.db import session_scope
 from state.models import XCom
 from tests.state.harness import Home, tradewind_home
-from tests.worker.xcom_support import watching
+from tests.worker.xcom_support import PIPELINE_DAG, watching
 from worker.background import Background
 from worker.execute import execute
 from worker.xcom import serving
@@ -32,24 +32,6 @@ from worker.xcom import serving
 HEARTBEAT_SECONDS = 0.5
 ZOMBIE_SECONDS = 2.5
 SLOW_SECONDS = 1.5 * ZOMBIE_SECONDS
-
-DAGS = """
-from tradewind import dag, task
-
-@task
-def produce():
-    return {"rows": ["x" * 10] * 50}
-
-@task
-def consume(value):
-    return len(value["rows"])
-
-@dag(dag_id="pipeline")
-def pipeline():
-    consume(produce())
-
-pipeline()
-"""
 
 
 @pytest.fixture
@@ -59,7 +41,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
         "zombie_threshold_seconds": str(ZOMBIE_SECONDS),
     }
     with tradewind_home(tmp_path, monkeypatch, **env) as made:
-        made.write_dag(DAGS)
+        made.write_dag(PIPELINE_DAG)
         assert made.sync().import_errors == {}
         yield made
 

@@ -20,28 +20,16 @@ from state.models import XCom
 from state.runs import clear_task_instances
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
+from tests.worker.xcom_support import PIPELINE_DAG
 from tradewind.settings import reload_settings
 from worker.execute import execute
 from worker.logs import log_path
 from worker.xcom.object_storage import REFERENCE_KEY
 from worker.xcom.purge import xcom_purger
 
-DAGS = """
-from tradewind import dag, get_current_context, task
-
-@task
-def produce():
-    return {"rows": ["x" * 10] * 50}
-
-@task
-def consume(value):
-    return len(value["rows"])
-
-@dag(dag_id="pipeline")
-def pipeline():
-    consume(produce())
-
-pipeline()
+DAGS = (
+    PIPELINE_DAG
+    + """
 
 @task(retries=1, retry_delay=0)
 def flaky():
@@ -67,6 +55,7 @@ def refusal():
 
 refusal()
 """
+)
 
 
 @pytest.fixture

@@ -42,6 +42,25 @@ sys.stdin.read()
 """
 CREDENTIALS = {"key": "testing", "secret": "testing"}
 
+# Two Python tasks passing a small value: ``produce`` pushes it, ``consume`` pulls it.
+PIPELINE_DAG = """
+from tradewind import dag, get_current_context, task
+
+@task
+def produce():
+    return {"rows": ["x" * 10] * 50}
+
+@task
+def consume(value):
+    return len(value["rows"])
+
+@dag(dag_id="pipeline")
+def pipeline():
+    consume(produce())
+
+pipeline()
+"""
+
 
 @dataclass
 class Moto:
