@@ -120,7 +120,7 @@ def end_and_queue(
 _ENDED = select(bindparam("ended_id", type_=Integer))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=16)  # one entry per engine's dialect in practice
 def _driver_sql(
     move: Any, queue: Any, dialect: Dialect, names: tuple[str, ...]
 ) -> tuple[str, dict[str, Any]]:
