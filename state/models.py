@@ -211,15 +211,14 @@ class Variable(Base):
 class Pool(Base):
     """A named number of slots, shared by the task instances that name the pool.
 
-    What is in use is counted from the task instances under this row's lock, not stored:
-    ``occupied`` is not written (docs/decisions/limits-are-counted-not-stored.md).
+    What is in use is counted from the task instances under this row's lock, not stored
+    (docs/decisions/limits-are-counted-not-stored.md).
     """
 
     __tablename__ = "slot_pool"
 
     name: Mapped[str] = mapped_column(String(250), primary_key=True)
     slots: Mapped[int] = mapped_column(Integer, default=128)
-    occupied: Mapped[int] = mapped_column(Integer, default=0)
 
 
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a

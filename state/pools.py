@@ -139,14 +139,14 @@ def _running_runs(session: Session, dag_id: str) -> int:
 
 def ensure_pool(session: Session, name: str, slots: int) -> None:
     """Create ``name`` with ``slots`` unless it exists (safe when two processes do it at once)."""
-    insert_missing(session, Pool, [{"name": name, "slots": slots, "occupied": 0}], ["name"])
+    insert_missing(session, Pool, [{"name": name, "slots": slots}], ["name"])
 
 
 def set_pool(session: Session, name: str, slots: int) -> None:
     """Create ``name`` or change its slot count; lowering it never stops what already runs."""
     if slots < 0:
         raise ValueError(f"a pool's slots must be >= 0, got {slots}")
-    statement = insert_for(session)(Pool).values(name=name, slots=slots, occupied=0)
+    statement = insert_for(session)(Pool).values(name=name, slots=slots)
     update = {"slots": statement.excluded.slots}
     session.execute(statement.on_conflict_do_update(index_elements=["name"], set_=update))
 

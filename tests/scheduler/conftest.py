@@ -92,7 +92,7 @@ def tis_of(session: Session, run: DagRun) -> dict[str, TaskInstance]:
 def create_schema(url: str) -> str:
     Base.metadata.create_all(get_engine(url))
     with session_factory(url).begin() as session:
-        session.add(Pool(name="default_pool", slots=128, occupied=0))
+        session.add(Pool(name="default_pool", slots=128))
     return url
 
 

@@ -14,7 +14,7 @@ import pytest
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
-from sqlalchemy import Column, Integer, MetaData, String, Table, inspect
+from sqlalchemy import Column, Integer, MetaData, String, Table, inspect, text
 
 from state import migrate
 from state.db import get_engine
@@ -56,6 +56,24 @@ def test_sqlite_upgrade_to_head_matches_the_models(tmp_path: Path) -> None:
 def test_postgresql_upgrade_to_head_matches_the_models(pg_url: str) -> None:
     assert current_revision(pg_url) is None
     assert_upgrade_builds_the_models(pg_url)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_store_made_by_the_first_release_upgrades_with_its_pools(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path}/old.db" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    )
+    upgrade(url, "0001")
+    with get_engine(url).begin() as connection:
+        connection.execute(
+            text("INSERT INTO slot_pool (name, slots, occupied) VALUES ('etl', 3, 0)")
+        )
+    upgrade(url)
+    with get_engine(url).begin() as connection:
+        assert connection.execute(text("SELECT * FROM slot_pool")).all() == [("etl", 3)]
+    assert check_models_match(url) == []
 
 
 def test_a_model_change_without_a_migration_is_reported(tmp_path: Path) -> None:
