@@ -7,17 +7,20 @@ the system temporary folder, which across filesystems is a copy, so two consumer
 
 This transport writes each message under a hidden name and renames it into place (a reader only
 ever sees complete files), claims a file by renaming it within the same folder tree (exactly one
-consumer wins), and drops an unreadable file with one log line instead of dying.
+consumer wins), and drops an unreadable file with one log line instead of dying. Consumers take
+files in name order; kombu names them by milliseconds of uptime, unpadded, so the order broke each
+time that number gained a digit and started over at every boot (the queue folder outlives both):
+names here start with the wall-clock time in nanoseconds, zero-padded to a fixed width.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 from pathlib import Path
 from queue import Empty
-from time import monotonic
 from typing import Any
 
 from kombu.transport import TRANSPORT_ALIASES, filesystem
@@ -29,7 +32,7 @@ log = logging.getLogger(__name__)
 class Channel(filesystem.Channel):
     # kombu's two base classes disagree on this signature; this one matches its filesystem Channel.
     def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
+        name = f"{time.time_ns():020d}_{uuid.uuid4()}.{queue}.msg"
         folder = Path(self.data_folder_out)
         # A leading dot: never matched as a message of any queue while it is being written.
         partial = folder / f".{uuid.uuid4().hex}.partial"

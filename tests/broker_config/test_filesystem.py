@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import kombu
+import pytest
 
 from broker_config import filesystem
 from broker_config.names import filesystem_folders
@@ -30,11 +31,11 @@ def test_a_message_being_written_is_never_taken(tmp_path: Path) -> None:
 def test_an_unreadable_message_file_is_dropped_not_fatal(tmp_path: Path, caplog) -> None:
     with _connection(tmp_path) as connection:
         channel = connection.default_channel
-        # Named to sort before any message kombu names (milliseconds of uptime first).
-        (tmp_path / "queue" / "0_x.default.msg").write_text("")
+        # Named to sort before any message this transport names (a time first, zero-padded).
+        (tmp_path / "queue" / "00000000000000000000_x.default.msg").write_text("")
         channel._put("default", {"body": "next"})
         assert channel._get("default") == {"body": "next"}
-    assert "dropped unreadable message file 0_x.default.msg" in caplog.text
+    assert "dropped unreadable message file 00000000000000000000_x.default.msg" in caplog.text
 
 
 def test_each_message_goes_to_exactly_one_of_many_consumers(tmp_path: Path) -> None:
@@ -61,3 +62,17 @@ def test_each_message_goes_to_exactly_one_of_many_consumers(tmp_path: Path) -> N
     for thread in threads:
         thread.join()
     assert sorted(taken) == list(range(300))
+
+
+def test_messages_come_out_in_the_order_they_went_in_across_a_digit_and_a_reboot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Wall-clock nanoseconds just before and after a power of ten (kombu's uptime milliseconds
+    # sorted 999 after 1000, and restarted at zero on each boot).
+    clock = iter([9_999_999_999, 10_000_000_001, 10_000_000_002])
+    monkeypatch.setattr(filesystem.time, "time_ns", lambda: next(clock))
+    with _connection(tmp_path) as connection:
+        channel = connection.default_channel
+        for n in range(3):
+            channel._put("default", {"n": n})
+        assert [channel._get("default")["n"] for _ in range(3)] == [0, 1, 2]
