@@ -46,6 +46,7 @@ from worker.runner import (
     _callback,
     _report_failure,
     check_serializable,
+    fail_then_call_back,
     open_task,
     resolve,
 )
@@ -232,9 +233,12 @@ def fail_items(
     """One failed item fails the task instance with its error; several, with a group."""
     errors = [outcome.exception for outcome in failed if isinstance(outcome.exception, Exception)]
     retryable = not any(isinstance(error, FailTask) for error in errors)
-    if not retryable or details.try_number >= details.max_tries:
-        for outcome in failed:
-            runner.failure_callback(outcome)
+
+    def call_back() -> None:
+        if not retryable or details.try_number >= details.max_tries:
+            for outcome in failed:
+                runner.failure_callback(outcome)
+
     if len(errors) == 1:
         error: Exception = errors[0]
     else:
@@ -243,5 +247,5 @@ def fail_items(
     text = one_line_error(error)
     if len(errors) > 1:
         text += f"; first: {one_line_error(errors[0])}"
-    client.request(p.FailTask(error=text, retryable=retryable))
+    fail_then_call_back(client, p.FailTask(error=text, retryable=retryable), call_back)
     return 1

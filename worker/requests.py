@@ -126,6 +126,9 @@ def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
 
 
 def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
+    if ctx.lost:
+        # Given up elsewhere (a zombie, a clear): the task must not run its failure callback.
+        return p.ErrorResponse(error="the try no longer holds its task instance")
     # The error is recorded on the task instance too: no secret of the try goes with it.
     ctx.outcome = Outcome("failed", ctx.log.mask(request.error), request.retryable)
     return p.OKResponse()

@@ -54,6 +54,11 @@ class Client:
         self.details: p.TaskDetails | None = None  # set by the handshake
         self.xcoms = TaskXComs(self)
 
+    @property
+    def broken(self) -> bool:
+        """A request was cut in half (a SIGTERM): no request can be made any more."""
+        return self._broken
+
     def request(self, message: p._Message | p.PreEncoded) -> p._Message:
         with self._lock:
             if self._broken:
@@ -160,11 +165,39 @@ def _report_failure(
 ) -> int:
     traceback.print_exc()
     retryable = not isinstance(error, FailTask)
-    if not retryable or details.try_number >= details.max_tries:
-        context["exception"] = error
-        _callback(task.options.on_failure_callback, context)
-    client.request(p.FailTask(error=one_line_error(error), retryable=retryable))
+    context["exception"] = error
+
+    def call_back() -> None:
+        if not retryable or details.try_number >= details.max_tries:
+            _callback(task.options.on_failure_callback, context)
+
+    fail_then_call_back(
+        client, p.FailTask(error=one_line_error(error), retryable=retryable), call_back
+    )
     return 1
+
+
+def fail_then_call_back(client: Client, failure: p.FailTask, call_back: Callable[[], None]) -> None:
+    """Tell the supervisor the try failed, then run the failure callbacks: unless it refuses.
+
+    It refuses for a try it no longer holds (a zombie the scheduler gave up, a cleared task
+    instance): the task was killed for that, and whoever gave the try up ran its callback (the
+    scheduler does, for a zombie), so running it here would run it twice. A channel a SIGTERM
+    broke mid-request cannot ask: the callbacks run first, as they can.
+    """
+    if client.broken:
+        call_back()
+        client.request(failure)  # raises: the supervisor records how the try ended
+        return
+    try:
+        client.request(failure)
+    except RequestFailed as refused:
+        print(
+            f"failure not reported: {refused}; the failure callback is not run here",
+            file=sys.stderr,
+        )
+        return
+    call_back()
 
 
 def _callback(callback: Any, context: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from scheduler import loop
 from scheduler.loop import Scheduler
 from state.db import session_scope
 from state.enums import TaskInstanceState
+from state.liveness import give_up_try
 from state.models import DagRun, TaskInstance, XCom, utcnow
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
@@ -251,5 +252,33 @@ def test_a_paused_supervisor_resumed_after_the_zombie_rule_writes_nothing(
     with session_scope(home.url) as session:
         assert session.scalars(select(XCom)).all() == []  # "late" was never stored
     # The scheduler ran the callback when it failed the try. (The task process, stopped with
-    # SIGTERM once its supervisor learned the try was lost, may run it again: worker/runner.py.)
+    # SIGTERM in the middle of a request, cannot ask whether its try still holds, and may run it
+    # again; a task stopped anywhere else asks: the next test.)
     assert callbacks(tmp_path)[0]["error"] == "zombie: no heartbeat for over 1s"
+
+
+@pytest.mark.timeout(60)
+def test_a_task_killed_because_its_try_was_given_up_does_not_run_the_callback_again(
+    make_home: Callable[..., Home], tmp_path: Path, published: list[Enqueue]
+) -> None:
+    home = make_home(sleep=30)
+    _, enqueue = first_try(home, published)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    message = json.dumps(message_of(enqueue).model_dump())
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISE, message], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # What the zombie rule does (the scheduler then runs the callback itself): the try is
+        # failed under its live supervisor, which learns it at its next heartbeat.
+        with session_scope(home.url) as session:
+            ti = session.get_one(TaskInstance, enqueue.ti_id)
+            assert give_up_try(session, ti, "given up", utcnow(), {}) == TI.FAILED
+        out, _ = supervisor.communicate(timeout=30)
+    finally:
+        supervisor.kill()
+    assert out.strip().splitlines()[-1] == "lost"
+    assert callbacks(tmp_path) == []  # the task's failure report was refused: no callback
