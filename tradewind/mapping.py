@@ -84,7 +84,8 @@ class PartialTask:
         if both:
             raise DagDefinitionError(f"{name}: {both} given to both .partial() and .{kind}()")
         options = self.decorator.options
-        if options.command is not None:
+        if options.command is not None and kind != "expand":
+            # Items of an iterable task run inside one Python process (worker/iterable.py).
             raise DagDefinitionError(f"{name}: .{kind}() is for Python tasks, not runtime tasks")
         if options.multiple_outputs:
             raise DagDefinitionError(f"{name}: a mapped task cannot have multiple_outputs=True")

@@ -80,7 +80,19 @@ def secrets():
     ]
     rt(steps=steps, result="kept")
 
-for build in (slow_push, hanging_pull, pull, retry_purge, arguments, secrets):
+@task
+def numbers():
+    return [10, 20, 30]
+
+@task
+def total(values):
+    return sum(values)
+
+@dag(dag_id="mapped")
+def mapped():
+    total(rt.partial(steps=[]).expand(result=numbers()))
+
+for build in (slow_push, hanging_pull, pull, retry_purge, arguments, secrets, mapped):
     build()
 """
 
@@ -317,3 +329,14 @@ def test_a_task_slow_to_read_its_reply_does_not_hold_up_heartbeats(
     # the gaps stay to the interval depends on the machine's load, which a test cannot pin.
     assert watch.worst_gap_seconds() < ZOMBIE_SECONDS
     assert not watch.zombie_seen
+
+
+def test_each_task_instance_of_an_expanded_runtime_task_gets_its_own_item(setup: Setup) -> None:
+    setup.configure()
+    _, outcomes = setup.run("mapped")
+    assert outcomes == ["success"] * 5  # numbers, three map indexes of rt, total
+    with session_scope(setup.home.url) as session:
+        query = select(XCom.map_index, XCom.value).where(XCom.task_id == "rt")
+        pushed = sorted((row.map_index, json.loads(row.value)) for row in session.execute(query))
+    assert pushed == [(0, 10), (1, 20), (2, 30)]
+    assert setup.rows("total") == {"return_value": 60}

@@ -28,6 +28,7 @@ from tradewind.xcom_arg import XComArg
 from worker import protocol as p
 from worker.background import Outcome
 from worker.helper_process import HelperOnDemand, XComHelperProcess
+from worker.mapping import arguments_at, is_expanded, items_of
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import BackendCalls, InProcessCalls, item, result_value
 from worker.xcom.configured import backend_class, runs_in_helper
@@ -58,6 +59,8 @@ class TryXComs:
     stale: list[tuple[str, Any]] = field(default_factory=list)
     # A runtime task's arguments by parameter name, XComArgs still inside.
     arguments: dict[str, Any] = field(default_factory=dict)
+    # Those of them an ``.expand`` maps over: each task instance gets its own item of each.
+    mapped: list[str] = field(default_factory=list)
 
 
 def _address(
@@ -139,15 +142,20 @@ def _details(
         taken = [next(values) for _ in items]
         resolved[ref] = taken if mapped else (taken[0] if taken else None)
     arguments = _substitute(ctx.xcoms.arguments, resolved)
+    if ctx.xcoms.mapped:
+        lists = {name: items_of(name, arguments[name]) for name in ctx.xcoms.mapped}
+        arguments.update(arguments_at(lists, ctx.ti.map_index))
     return ctx.details.model_copy(update={"arguments": arguments})
 
 
 def argument_template(task: Any) -> dict[str, Any]:
-    """A runtime task's arguments by parameter name (defaults included), XComArgs inside."""
+    """A runtime task's arguments by parameter name (defaults included), XComArgs inside; an
+    ``.expand``'s mapped arguments whole (``_details`` picks each task instance's item)."""
     function = task.python_callable
+    kwargs = {**task.kwargs, **(task.mapping["kwargs"] if is_expanded(task) else {})}
     if function is None:
-        return dict(task.kwargs)
-    bound = inspect.signature(function).bind_partial(*task.args, **task.kwargs)
+        return kwargs
+    bound = inspect.signature(function).bind_partial(*task.args, **kwargs)
     given = set(bound.arguments)
     bound.apply_defaults()
     return {
@@ -290,6 +298,8 @@ def prepare_xcoms(
     # A first try has nothing left behind (a clear deletes XComs): skip the query.
     stale = stale_rows(ctx.url, ctx.ti) if ctx.fence.try_number > 1 else []
     xcoms = TryXComs(stale=stale, arguments=argument_template(task) if runtime else {})
+    if runtime and is_expanded(task):
+        xcoms.mapped = list(task.mapping["kwargs"])
     if runs_elsewhere and (runtime or xcoms.stale):
         started = XComHelperProcess.start(answer, ctx.log)
         xcoms.helper = started
