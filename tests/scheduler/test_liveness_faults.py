@@ -222,21 +222,27 @@ print(execute(message, get_settings(), publish=lambda ready: None), flush=True)
 """
 
 
+def supervise_elsewhere(enqueue: Enqueue, out: Path) -> subprocess.Popen[str]:
+    """A supervisor of ``enqueue``'s try in a process of its own, once its task has started."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    message = json.dumps(message_of(enqueue).model_dump())
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISE, message], env=env, stdout=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 20
+    while not (out / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return supervisor
+
+
 @pytest.mark.timeout(60)
 def test_a_paused_supervisor_resumed_after_the_zombie_rule_writes_nothing(
     make_home: Callable[..., Home], tmp_path: Path, published: list[Enqueue]
 ) -> None:
     home = make_home(sleep=1.5)
     scheduler, enqueue = first_try(home, published)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    message = json.dumps(message_of(enqueue).model_dump())
-    supervisor = subprocess.Popen(
-        [sys.executable, "-c", SUPERVISE, message], env=env, stdout=subprocess.PIPE, text=True
-    )
+    supervisor = supervise_elsewhere(enqueue, tmp_path)
     try:
-        deadline = time.monotonic() + 20
-        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
         os.kill(supervisor.pid, signal.SIGSTOP)  # the task itself runs on, in its own group
         time.sleep(home.settings.zombie_threshold_seconds + 0.5)
         assert scheduler.run_once().zombies == 1
@@ -263,15 +269,8 @@ def test_a_task_killed_because_its_try_was_given_up_does_not_run_the_callback_ag
 ) -> None:
     home = make_home(sleep=30)
     _, enqueue = first_try(home, published)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    message = json.dumps(message_of(enqueue).model_dump())
-    supervisor = subprocess.Popen(
-        [sys.executable, "-c", SUPERVISE, message], env=env, stdout=subprocess.PIPE, text=True
-    )
+    supervisor = supervise_elsewhere(enqueue, tmp_path)
     try:
-        deadline = time.monotonic() + 20
-        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
         # What the zombie rule does (the scheduler then runs the callback itself): the try is
         # failed under its live supervisor, which learns it at its next heartbeat.
         with session_scope(home.url) as session:
