@@ -16,6 +16,7 @@ from broker_config import TaskInstanceMessage
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, utcnow
+from state.pools import DEFAULT_POOL
 from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
 from state.values import TIKey
 
@@ -36,6 +37,10 @@ class Claim:
     run: dict[str, Any]
     # The version of the DAG the run follows (a structure this process may have read already).
     version_hash: str | None = None
+
+    @property
+    def pool(self) -> str:
+        return str(self.task_spec.get("pool", DEFAULT_POOL))
 
 
 def claim_try(

@@ -12,7 +12,6 @@ from state.db import get_engine, session_scope, statement_scope
 from state.enums import TaskInstanceState
 from state.hand_over import end_and_queue
 from state.models import utcnow
-from state.pools import DEFAULT_POOL
 from state.scheduling import Enqueue, schedule_after_end, successor_to_hand_over
 from tradewind.exceptions import TaskNotFound
 from tradewind.settings import Settings, SettingsError
@@ -138,9 +137,10 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
             with session_scope(url) as session:
                 if not record_final(session, claim, final):
                     return False, []
-                pool = str(claim.task_spec.get("pool", DEFAULT_POOL))
                 succeeded = final.state == TaskInstanceState.SUCCESS
-                ready = schedule_after_end(session, claim.run_pk, claim.ti.task_id, pool, succeeded)
+                ready = schedule_after_end(
+                    session, claim.run_pk, claim.ti.task_id, claim.pool, succeeded
+                )
                 return True, ready
         except Exception:
             # The scheduler loop guarantees progress; the pass only makes it sooner.
@@ -153,13 +153,12 @@ def _end_and_hand_over(url: str, claim: Claim, final: Final) -> tuple[bool, list
     """On PostgreSQL, a success whose lone successor it alone makes ready: the end and that
     successor's queuing as one statement (``state.hand_over.end_and_queue``). None: not that
     case, or the statement failed before anything was written; the usual end follows."""
-    pool = str(claim.task_spec.get("pool", DEFAULT_POOL))
     if final.state != TaskInstanceState.SUCCESS or claim.version_hash is None:
         return None
     if get_engine(url).dialect.name != "postgresql":
         return None
     ti = claim.ti
-    successor = successor_to_hand_over(ti.dag_id, claim.version_hash, ti.task_id, pool)
+    successor = successor_to_hand_over(ti.dag_id, claim.version_hash, ti.task_id, claim.pool)
     if successor is None:
         return None
     now = utcnow()
@@ -178,7 +177,7 @@ def _end_and_hand_over(url: str, claim: Claim, final: Final) -> tuple[bool, list
     # scheduler's loop would, otherwise).
     try:
         with session_scope(url) as session:
-            return True, schedule_after_end(session, claim.run_pk, ti.task_id, pool, True)
+            return True, schedule_after_end(session, claim.run_pk, ti.task_id, claim.pool, True)
     except SQLAlchemyError:
         log.exception("scheduling downstream of %s failed; the scheduler will do it", ti)
         return True, []
