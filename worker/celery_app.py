@@ -18,6 +18,7 @@ from state.db import forget_engines_after_fork
 from state.scheduling import Enqueue
 from tradewind.settings import get_settings
 from worker.execute import execute
+from worker.fork_server import stop_fork_server, use_fork_server
 
 log = logging.getLogger("tradewind.worker")
 
@@ -55,6 +56,12 @@ def execute_task_instance(self: Any, *args: Any, message: Any = None, **unexpect
 def _fresh_pool_process(**_: Any) -> None:
     # A pool process is forked from the worker: its pooled connections are the parent's.
     forget_engines_after_fork()
+    use_fork_server()
+
+
+def _pool_process_exits(**_: Any) -> None:
+    stop_fork_server()
 
 
 signals.worker_process_init.connect(_fresh_pool_process)
+signals.worker_process_shutdown.connect(_pool_process_exits)

@@ -6,6 +6,7 @@ inherits the parsed DAG and starts without importing anything.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from tradewind.dag import DAG
@@ -14,6 +15,11 @@ from tradewind.loader import load_dag_file, one_line_error
 from tradewind.task import Task
 
 _CACHE: dict[str, tuple[float, dict[str, DAG]]] = {}
+
+
+def dag_cache_entries() -> Mapping[str, object]:
+    """The DAG files loaded in this process, each entry replaced when its file is loaded again."""
+    return _CACHE
 
 
 def find_task(fileloc: str, dag_id: str, task_id: str) -> tuple[DAG, Task]:

@@ -18,12 +18,10 @@ from tradewind.settings import Settings, SettingsError
 from worker import protocol as p
 from worker.claim import Claim, Final, claim_try, end_values, final_for_failure, record_final
 from worker.dags import find_task
-from worker.iterable import run_iterable_task
+from worker.fork_server import ForkServerError, start_python_task
 from worker.logs import TryLog, log_path
-from worker.mapping import is_iterable
-from worker.process import exec_runtime_task, fork_python_task
+from worker.process import exec_runtime_task
 from worker.requests import TryContext, handle
-from worker.runner import run_python_task
 from worker.supervisor import SupervisorSettings, supervise_process
 from worker.xcom.serving import prepare_xcoms
 
@@ -83,9 +81,11 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
         return final_for_failure(claim, str(error), True)
     try:
         if task.options.command is None:
-            # An iterable task runs all its items in its one process (worker/iterable.py).
-            body = run_iterable_task if is_iterable(task) else run_python_task
-            process = fork_python_task(lambda comms: body(comms, dag, task))
+            try:
+                process = start_python_task(claim.fileloc, dag, task)
+            except ForkServerError as error:
+                try_log.line("supervisor", f"could not start the task: {error}")
+                return final_for_failure(claim, f"could not start the task: {error}", True)
         else:
             try:
                 process = exec_runtime_task(task.options.command)

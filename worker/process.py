@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 #: Environment variable telling a runtime task which inherited fd is its comms socket.
 COMMS_FD_ENV = "TRADEWIND_COMMS_FD"
@@ -37,12 +37,17 @@ class TaskProcess:
     stderr: int
     popen: subprocess.Popen[bytes] | None = None
     exit_code: int | None = None
+    #: For a task process forked by a fork server: its exit code as the server reports it
+    #: (``wait``: the process is known to have exited, wait for the report).
+    exit_report: Callable[[bool], int | None] | None = None
 
-    def poll(self) -> int | None:
+    def poll(self, wait: bool = False) -> int | None:
         """The exit code once the process is gone (negative: killed by that signal)."""
         if self.exit_code is None:
             if self.popen is not None:
                 self.exit_code = self.popen.poll()
+            elif self.exit_report is not None:
+                self.exit_code = self.exit_report(wait)
             else:
                 pid, status = os.waitpid(self.pid, os.WNOHANG)
                 if pid:
@@ -60,52 +65,77 @@ def fork_python_task(body: Callable[[socket.socket], int]) -> TaskProcess:
     parent_end, child_end = socket.socketpair()
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    # Frozen objects are never scanned by the child's collector, so it does not touch (and
-    # copy) the parent's pages; the parent unfreezes at once so its own garbage is still freed.
-    gc.freeze()
-    pid = os.fork()
-    if pid != 0:
-        gc.unfreeze()
-    if pid == 0:  # pragma: no cover - runs in the child, measured by the tests' outcomes
+
+    def close_parent_ends() -> None:
         parent_end.close()
         os.close(out_read)
         os.close(err_read)
-        _child_main(body, child_end, out_write, err_write)
+
+    pid = fork_child(body, child_end, out_write, err_write, close_parent_ends)
     child_end.close()
     os.close(out_write)
     os.close(err_write)
     return TaskProcess(pid, parent_end, out_read, err_read)
 
 
-def _child_main(
-    body: Callable[[socket.socket], int], comms: socket.socket, out_fd: int, err_fd: int
-) -> None:
-    code = 70
-    try:
-        os.setpgid(0, 0)
-        _die_with_parent()
-        os.dup2(out_fd, 1)
-        os.dup2(err_fd, 2)
-        _fresh_stdio()
-        # The parent's pooled connections are left alone: the task never uses SQL, and os._exit
-        # below runs no finalizer that could close them (disposing them costs ~7 ms a fork).
-        for signum in _RESET_SIGNALS:
-            set_signal_handler(signum, _signal.SIG_DFL)
-        code = body(comms)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        # Every channel to the supervisor closed before the exit: a task that said how it ended
-        # is then done, and the supervisor records it while the kernel tears this process down
-        # (~4 ms of a noop try: the exit frees the copy of the parent's pages it wrote to).
-        for fd in (comms.fileno(), out_fd, err_fd, 1, 2):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        # os._exit: no parent-owned atexit hook or finalizer may run in the child.
-        os._exit(code)
+def fork_child(
+    body: Callable[[socket.socket], int],
+    comms: socket.socket,
+    out_fd: int,
+    err_fd: int,
+    in_child: Callable[[], None],
+) -> int:
+    """Fork the task process on these channels; ``in_child`` first drops what it must not hold."""
+    # Frozen objects are never scanned by the child's collector, so it does not touch (and
+    # copy) the parent's pages; the parent unfreezes at once so its own garbage is still freed.
+    gc.freeze()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, measured by the tests' outcomes
+        code = 70
+        try:
+            in_child()
+            prepare_task_process()
+            attach_task_channels(out_fd, err_fd)
+            code = body(comms)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            exit_task_process(code, comms.fileno(), out_fd, err_fd)
+    gc.unfreeze()
+    return pid
+
+
+def prepare_task_process() -> None:
+    """What a task process sets up before it knows its task: its own process group, death
+    with its parent, default signal handlers, and stdout/stderr wrappers for fds 1 and 2."""
+    os.setpgid(0, 0)
+    _die_with_parent()
+    _fresh_stdio()
+    # The parent's pooled connections are left alone: the task never uses SQL, and os._exit
+    # below runs no finalizer that could close them (disposing them costs ~7 ms a fork).
+    for signum in _RESET_SIGNALS:
+        set_signal_handler(signum, _signal.SIG_DFL)
+
+
+def attach_task_channels(out_fd: int, err_fd: int) -> None:
+    """Make the try's pipes the task process's stdout and stderr."""
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+
+
+def exit_task_process(code: int, *fds: int) -> NoReturn:
+    """Flush, close every channel to the supervisor, and exit with ``code``."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    # Every channel to the supervisor closed before the exit: a task that said how it ended
+    # is then done, and the supervisor records it while the kernel tears this process down
+    # (~4 ms of a noop try: the exit frees the copy of the parent's pages it wrote to).
+    for fd in (*fds, 1, 2):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    # os._exit: no parent-owned atexit hook or finalizer may run in the child.
+    os._exit(code)
 
 
 _RESET_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGCHLD)

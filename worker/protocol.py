@@ -303,6 +303,39 @@ FROM_HELPER: TypeAdapter[FromHelper] = TypeAdapter(FromHelper)
 TO_HELPER: TypeAdapter[ToHelper] = TypeAdapter(ToHelper)
 
 
+# --- the fork server channel (docs/decisions/tasks-fork-from-a-lean-server.md) ------------
+# A SOCK_SEQPACKET pair between a pool process and its fork server: one JSON message per packet,
+# since a start request carries the task process's three file descriptors with it (SCM_RIGHTS).
+# The pool process asks to start a task process; the server answers with its pid (or an
+# ``ErrorResponse``), and later says, under the same id, how it exited once it has reaped it.
+
+
+class StartTaskProcess(_Message):
+    """Fork a task process for this task, on the comms socket and pipes sent with it."""
+
+    type: Literal["StartTaskProcess"] = "StartTaskProcess"
+    fileloc: str
+    dag_id: str
+    task_id: str
+
+
+class TaskProcessStarted(_Message):
+    type: Literal["TaskProcessStarted"] = "TaskProcessStarted"
+    pid: int
+
+
+class TaskProcessExited(_Message):
+    type: Literal["TaskProcessExited"] = "TaskProcessExited"
+    # As ``os.waitstatus_to_exitcode``: negative when a signal killed it.
+    exit_code: int
+
+
+FromForkServer = Annotated[
+    TaskProcessStarted | TaskProcessExited | ErrorResponse, Field(discriminator="type")
+]
+FROM_FORK_SERVER: TypeAdapter[FromForkServer] = TypeAdapter(FromForkServer)
+
+
 # --- frames -------------------------------------------------------------------------------
 
 

@@ -1,0 +1,208 @@
+"""Task processes forked by the fork server, as in a Celery pool process.
+
+Each test turns the fork server on in this process (``use_fork_server``, what a pool process does
+at its start) and runs tries through ``worker.execute.execute`` against a real SQLite store, as the
+supervisor tests do; the faults are real processes killed with real signals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from state.enums import DagRunState, TaskInstanceState
+from tests.state.harness import Home, tradewind_home
+from tests.worker.test_supervisor import out, pid_gone, run_tries, start, wait_until
+from worker import fork_server
+from worker.fork_server import ForkServer
+
+TI = TaskInstanceState
+ROOT = Path(__file__).resolve().parents[2]
+
+DAGS = """
+import datetime as dt
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from tradewind import DAG, task
+
+OUT = Path({out!r})
+VERSION = 1
+
+
+def note(name, text):
+    with open(OUT / name, "a") as f:
+        f.write(f"{{text}}\\n")
+
+
+@task
+def parentage():
+    parent = Path(f"/proc/{{os.getppid()}}/cmdline").read_bytes().replace(b"\\0", b" ")
+    note("parent", parent.decode())
+    return os.getpid()
+
+
+@task
+def double(pid):
+    return pid * 2
+
+
+with DAG("parentage"):
+    double(parentage())
+
+
+@task(execution_timeout=dt.timedelta(seconds=1.5))
+def slow():
+    child = subprocess.Popen(["sleep", "60"])
+    note("grandchild", str(child.pid))
+    note("slow_pid", str(os.getpid()))
+    time.sleep(60)
+
+
+with DAG("timeout"):
+    slow()
+
+
+@task
+def version():
+    return VERSION
+
+
+with DAG("versioned"):
+    version()
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
+    with tradewind_home(
+        tmp_path, monkeypatch, heartbeat_seconds="0.2", kill_grace_seconds="0.5"
+    ) as made:
+        (tmp_path / "out").mkdir()
+        made.write_dag(DAGS.format(out=str(tmp_path / "out")))
+        assert made.sync().import_errors == {}
+        fork_server.use_fork_server()
+        try:
+            yield made
+        finally:
+            fork_server.stop_fork_server()
+
+
+def server() -> ForkServer:
+    current = fork_server.current_fork_server()
+    assert current is not None
+    return current
+
+
+def spares_of(pid: int) -> list[int]:
+    listed = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(child) for child in listed.split()]
+
+
+def test_the_tasks_run_in_processes_the_fork_server_forked(home: Home) -> None:
+    run_pk, pending = start(home, "parentage")
+
+    assert run_tries(home, run_pk, pending) == ["success", "success"]
+
+    assert home.run_state(run_pk) == DagRunState.SUCCESS
+    [parent] = out(home, "parent")
+    assert "worker.fork_server_main" in parent
+    task_pid = json.loads(home.xcoms(run_pk)[("parentage", "return_value")])
+    assert task_pid not in (os.getpid(), server().pid)
+    assert json.loads(home.xcoms(run_pk)[("double", "return_value")]) == task_pid * 2
+    assert home.ti(run_pk, "parentage").pid == os.getpid()  # the supervisor's, as always
+
+
+def test_execution_timeout_kills_the_group_of_a_task_the_server_forked(home: Home) -> None:
+    run_pk, pending = start(home, "timeout")
+
+    assert run_tries(home, run_pk, pending, limit=1) == ["failed"]
+
+    [grandchild] = [int(pid) for pid in out(home, "grandchild")]
+    [task_pid] = [int(pid) for pid in out(home, "slow_pid")]
+    assert wait_until(lambda: pid_gone(grandchild)), "the task's own child outlived the timeout"
+    assert wait_until(lambda: pid_gone(task_pid))
+    assert home.ti(run_pk, "slow").error == "execution_timeout of 1.5s exceeded"
+
+
+def test_a_fork_server_killed_between_tries_is_started_again(home: Home) -> None:
+    first = server().pid
+    os.kill(first, signal.SIGKILL)
+    assert wait_until(lambda: pid_gone(first))
+
+    run_pk, pending = start(home, "parentage")
+
+    assert run_tries(home, run_pk, pending) == ["success", "success"]
+    assert server().pid != first
+
+
+def test_a_spare_task_process_killed_while_it_waits_is_replaced(home: Home) -> None:
+    run_pk, pending = start(home, "parentage")
+    assert run_tries(home, run_pk, pending) == ["success", "success"]
+    assert wait_until(lambda: len(spares_of(server().pid)) == 1)
+    [spare] = spares_of(server().pid)
+    os.kill(spare, signal.SIGKILL)
+    assert wait_until(lambda: pid_gone(spare))
+
+    run_pk, pending = start(home, "parentage")
+
+    assert run_tries(home, run_pk, pending) == ["success", "success"]
+    assert json.loads(home.xcoms(run_pk)[("parentage", "return_value")]) != spare
+
+
+def test_a_changed_dag_file_runs_its_new_code(home: Home) -> None:
+    run_pk, pending = start(home, "versioned")
+    assert run_tries(home, run_pk, pending) == ["success"]
+    dag_file = home.dags / "dags.py"
+    dag_file.write_text(dag_file.read_text().replace("VERSION = 1", "VERSION = 2"))
+    modified = dag_file.stat().st_mtime + 1
+    os.utime(dag_file, (modified, modified))
+    assert home.sync().import_errors == {}
+
+    run_pk, pending = start(home, "versioned")
+
+    assert run_tries(home, run_pk, pending) == ["success"]
+    assert json.loads(home.xcoms(run_pk)[("version", "return_value")]) == 2
+
+
+POOL_PROCESS = """
+import sys, time
+from worker import fork_server
+from worker.dags import find_task
+
+fork_server.use_fork_server()
+dag, task = find_task(sys.argv[1], "timeout", "slow")
+process = fork_server.start_python_task(sys.argv[1], dag, task)
+print(fork_server.current_fork_server().pid, process.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_pool_process_killed_takes_its_fork_server_and_task_with_it(home: Home) -> None:
+    dag_file = home.dags / "dags.py"
+    pool = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(POOL_PROCESS), str(dag_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert pool.stdout is not None
+    with pool.stdout:
+        server_pid, task_pid = (int(pid) for pid in pool.stdout.readline().split())
+    assert not pid_gone(task_pid)  # waiting for its supervisor's answer to its handshake
+
+    pool.kill()
+    pool.wait()
+
+    assert wait_until(lambda: pid_gone(server_pid)), "the fork server outlived its pool process"
+    assert wait_until(lambda: pid_gone(task_pid)), "the task process outlived its supervisor"
