@@ -94,7 +94,7 @@ class ForkServer:
             child_end.close()
             os.close(out_write)
             os.close(err_write)
-        if not isinstance(reply, p.TaskProcessStarted):
+        if not isinstance(reply, p.TaskProcessResult):
             parent_end.close()
             os.close(out_read)
             os.close(err_read)
@@ -116,7 +116,7 @@ class ForkServer:
             self._process.kill()
             self._process.wait()
 
-    def _reply_to(self, request_id: int) -> p.TaskProcessStarted | p.ErrorResponse:
+    def _reply_to(self, request_id: int) -> p.TaskProcessResult | p.ErrorResponse:
         while not self.gone:
             message = self._receive()
             if isinstance(message, p.TaskProcessExited):
@@ -141,7 +141,7 @@ class ForkServer:
             return -signal.SIGKILL
         return None
 
-    def _receive(self) -> p.TaskProcessStarted | p.TaskProcessExited | p.ErrorResponse | None:
+    def _receive(self) -> p.TaskProcessResult | p.TaskProcessExited | p.ErrorResponse | None:
         try:
             packet = self._control.recv(MAX_PACKET_BYTES)
         except OSError:

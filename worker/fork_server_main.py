@@ -9,7 +9,7 @@ knows its task (own process group, death with its parent, signals, stdio): the f
 setup happen while the pool process is busy with the previous try, not while a try waits. Each
 ``StartTaskProcess`` brings the task's comms socket and pipes; the server checks that the task
 exists (loading the DAG file as the pool process does), passes the request and its descriptors
-on to the spare, answers ``TaskProcessStarted`` with the spare's pid, then forks the next spare.
+on to the spare, answers ``TaskProcessResult`` with the spare's pid, then forks the next spare.
 A spare forked before a DAG file was (re)loaded is replaced rather than left to load it again.
 Once a task process is reaped the server says ``TaskProcessExited`` with its exit code.
 
@@ -109,7 +109,7 @@ class ForkServerLoop:
 
     def _start(
         self, request: p.StartTaskProcess, packet: bytes
-    ) -> p.TaskProcessStarted | p.ErrorResponse:
+    ) -> p.TaskProcessResult | p.ErrorResponse:
         try:
             find_task(request.fileloc, request.dag_id, request.task_id)
             spare = self._take_spare(request.fileloc)
@@ -125,7 +125,7 @@ class ForkServerLoop:
             return p.ErrorResponse(id=request.id, error=f"could not fork a task process: {error}")
         spare.channel.close()
         self._started[spare.pid] = request.id
-        return p.TaskProcessStarted(id=request.id, pid=spare.pid)
+        return p.TaskProcessResult(id=request.id, pid=spare.pid)
 
     def _take_spare(self, fileloc: str) -> Spare:
         """The spare, if it still waits and has this DAG file as loaded now; else a new one."""
@@ -171,7 +171,7 @@ class ForkServerLoop:
                 if not self._send(p.TaskProcessExited(id=request_id, exit_code=code)):
                     return False
 
-    def _send(self, message: p.TaskProcessStarted | p.TaskProcessExited | p.ErrorResponse) -> bool:
+    def _send(self, message: p.TaskProcessResult | p.TaskProcessExited | p.ErrorResponse) -> bool:
         try:
             self._control.send(message.model_dump_json().encode())
         except OSError:  # the pool process is gone

@@ -319,8 +319,8 @@ class StartTaskProcess(_Message):
     task_id: str
 
 
-class TaskProcessStarted(_Message):
-    type: Literal["TaskProcessStarted"] = "TaskProcessStarted"
+class TaskProcessResult(_Message):
+    type: Literal["TaskProcessResult"] = "TaskProcessResult"
     pid: int
 
 
@@ -331,7 +331,7 @@ class TaskProcessExited(_Message):
 
 
 FromForkServer = Annotated[
-    TaskProcessStarted | TaskProcessExited | ErrorResponse, Field(discriminator="type")
+    TaskProcessResult | TaskProcessExited | ErrorResponse, Field(discriminator="type")
 ]
 FROM_FORK_SERVER: TypeAdapter[FromForkServer] = TypeAdapter(FromForkServer)
 
