@@ -19,8 +19,15 @@ from pathlib import Path
 import pytest
 
 from state.enums import DagRunState, TaskInstanceState
-from tests.state.harness import Home, tradewind_home
-from tests.worker.test_supervisor import out, pid_gone, run_tries, start, wait_until
+from tests.state.harness import Home
+from tests.worker.test_supervisor import (
+    out,
+    pid_gone,
+    run_tries,
+    start,
+    supervised_home,
+    wait_until,
+)
 from worker import fork_server
 from worker.fork_server import ForkServer
 
@@ -85,12 +92,7 @@ with DAG("versioned"):
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
-    with tradewind_home(
-        tmp_path, monkeypatch, heartbeat_seconds="0.2", kill_grace_seconds="0.5"
-    ) as made:
-        (tmp_path / "out").mkdir()
-        made.write_dag(DAGS.format(out=str(tmp_path / "out")))
-        assert made.sync().import_errors == {}
+    with supervised_home(tmp_path, monkeypatch, DAGS) as made:
         fork_server.use_fork_server()
         try:
             yield made

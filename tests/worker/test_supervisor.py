@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -209,16 +210,23 @@ with DAG("context", params={{"x": 1, "y": 2}}):
 """
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
+@contextmanager
+def supervised_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dags: str) -> Iterator[Home]:
+    """A store with ``dags`` synced (``{out}`` in them: the folder tasks note things in)."""
     with tradewind_home(
         tmp_path, monkeypatch, heartbeat_seconds="0.2", kill_grace_seconds="0.5"
     ) as made:
         out = tmp_path / "out"
         out.mkdir()
-        made.write_dag(DAGS.format(out=str(out)))
+        made.write_dag(dags.format(out=str(out)))
         result = made.sync()
         assert result.import_errors == {}
+        yield made
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
+    with supervised_home(tmp_path, monkeypatch, DAGS) as made:
         yield made
 
 
