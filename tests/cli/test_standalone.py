@@ -103,7 +103,7 @@ def test_stopping_standalone_never_leaves_a_worker_or_task_behind(
     (env.dags / "sleeper.py").write_text(NAP_DAG)
     with started(env, "standalone", "-c", "1") as server:
         assert run_tradewind(env, "dags", "trigger", "sleeper", "--run-id", "r1").returncode == 0
-        wait_for_state(env, "nap", "running")
+        wait_for_state(env, server, "nap", "running")
         signalled = time.monotonic()
         for _ in range(signals):
             server.send_signal(signal.SIGTERM)
@@ -118,12 +118,28 @@ def test_stopping_standalone_never_leaves_a_worker_or_task_behind(
         assert stopped_after >= WORKER_STOP_SECONDS  # the running task was given its grace
 
 
-def wait_for_state(cli_env: CliEnv, task_id: str, state: str, timeout_seconds: float = 90) -> None:
+def wait_for_state(
+    cli_env: CliEnv,
+    server: subprocess.Popen[str],
+    task_id: str,
+    state: str,
+    timeout_seconds: float = 90,
+) -> None:
+    """Wait for ``task_id`` to be ``state``; failing, show what standalone and its worker said."""
     deadline = time.monotonic() + timeout_seconds
     query = select(TaskInstance.state).filter_by(task_id=task_id)
-    while time.monotonic() < deadline:
+    seen = None
+    while time.monotonic() < deadline and server.poll() is None:
         with session_scope(get_settings().sql_url) as session:
-            if session.scalars(query).first() == state:
-                return
+            seen = session.scalars(query).first()
+        if seen == state:
+            return
         time.sleep(0.2)
-    raise AssertionError(f"{task_id} never became {state}")
+    server.terminate()
+    out, err = server.communicate(timeout=60)
+    log_file = cli_env.home / "worker.log"
+    worker_log = log_file.read_text()[-4000:] if log_file.exists() else "(no worker.log)"
+    raise AssertionError(
+        f"{task_id} never became {state} (last seen: {seen}); standalone exited "
+        f"{server.returncode}\n--- stdout\n{out}\n--- stderr\n{err}\n--- worker.log\n{worker_log}"
+    )
