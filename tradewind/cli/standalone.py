@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,7 +172,10 @@ def serve(fleet: Fleet) -> int:
     """Run until Ctrl-C or SIGTERM (exit 0), or until the worker dies (exit 1)."""
     typer.echo("serving: trigger runs with `tradewind dags trigger DAG_ID`; Ctrl-C to stop")
     try:
-        while not fleet.stop.wait(0.5):
+        while True:
+            # A plain sleep: the signal handler raises KeyboardInterrupt wherever this thread
+            # is, and inside Event.wait that breaks the condition's lock ("release unlocked lock").
+            time.sleep(0.5)
             reason = fleet.problem()
             if reason:
                 typer.echo(f"error: {reason}", err=True)
