@@ -6,7 +6,7 @@ inherits the parsed DAG and starts without importing anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
 from pathlib import Path
 
 from tradewind.dag import DAG
@@ -17,9 +17,11 @@ from tradewind.task import Task
 _CACHE: dict[str, tuple[float, dict[str, DAG]]] = {}
 
 
-def dag_cache_entries() -> Mapping[str, object]:
-    """The DAG files loaded in this process, each entry replaced when its file is loaded again."""
-    return _CACHE
+def preload(fileloc: str) -> None:
+    """Load ``fileloc`` now if it is not loaded as it is on disk (a file that fails is skipped:
+    the try that asks for it reports the error)."""
+    with contextlib.suppress(TaskNotFound):
+        _dags_in(fileloc)
 
 
 def find_task(fileloc: str, dag_id: str, task_id: str) -> tuple[DAG, Task]:

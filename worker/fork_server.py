@@ -6,17 +6,18 @@ afterwards is copied too. Forked from a Celery pool process (celery, kombu, SQLA
 faults while it supervised, and the task process's own teardown. So each pool process starts one
 fork server (``worker/fork_server_main.py``): a fresh interpreter that imports only what a task
 process runs (the authoring API, the runner, the DAG files it is asked for) and forks the task
-processes on request (docs/decisions/tasks-fork-from-a-lean-server.md).
+processes ahead of need (docs/decisions/tasks-fork-from-a-lean-server.md).
 
-The supervisor keeps everything else: it makes the task's comms socket and pipes and sends their
-far ends with the request, signals the task's own process group as before, and learns its exit
+The server hands over each spare task process's channel as soon as it has forked it, so starting a
+try is one send, straight to the spare, while the server forks the next one. The supervisor keeps
+everything else: it makes the task's comms socket and pipes and sends their far ends to the
+spare, signals the task's own process group as before, and learns its exit
 code from the server, which alone can reap it. The server dies with its pool process, and a task
 process with its server (``PR_SET_PDEATHSIG``); a server found gone is started again.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import select
@@ -24,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 
@@ -60,7 +62,7 @@ def task_body(dag: DAG, task: Task) -> Callable[[socket.socket], int]:
 
 
 class ForkServer:
-    """One pool process's fork server: its process and the channel to it."""
+    """One pool process's fork server: its process, the channel to it, the spare it handed over."""
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -72,35 +74,33 @@ class ForkServer:
         )
         theirs.close()
         self._control = ours
-        self._ids = itertools.count(1)
-        self._exits: dict[int, int] = {}
+        self._spare: tuple[int, socket.socket] | None = None  # (pid, its channel)
+        self._exits: dict[int, int] = {}  # pid -> exit code, reported and not yet asked for
+        self._error: str | None = None
         self.gone = False
 
     def start(self, fileloc: str, dag_id: str, task_id: str) -> TaskProcess:
-        """Have the server fork the task process of ``task_id``; raises ForkServerError."""
-        request = p.StartTaskProcess(
-            id=next(self._ids), fileloc=fileloc, dag_id=dag_id, task_id=task_id
-        )
+        """Start the task on the spare; raises ForkServerError. Nothing here waits on the
+        server unless it has no spare ready yet (the first try, or a spare that died)."""
+        packet = p.StartTaskProcess(fileloc=fileloc, dag_id=dag_id, task_id=task_id)
         parent_end, child_end = socket.socketpair()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         try:
-            fds = [child_end.fileno(), out_write, err_write]
-            socket.send_fds(self._control, [request.model_dump_json().encode()], fds)
-            reply = self._reply_to(request.id)
-        except OSError as error:
-            reply = self._went(f"the fork server is gone: {error}")
+            pid = self._hand_over(packet, [child_end.fileno(), out_write, err_write])
+        except ForkServerError:
+            parent_end.close()
+            os.close(out_read)
+            os.close(err_read)
+            raise
         finally:
             child_end.close()
             os.close(out_write)
             os.close(err_write)
-        if not isinstance(reply, p.TaskProcessResult):
-            parent_end.close()
-            os.close(out_read)
-            os.close(err_read)
-            raise (ForkServerGone if self.gone else ForkServerError)(reply.error)
-        report = partial(self._exit_code, request.id)
-        return TaskProcess(reply.pid, parent_end, out_read, err_read, exit_report=report)
+        self._send(p.SpareTaken(pid=pid, fileloc=fileloc))
+        return TaskProcess(
+            pid, parent_end, out_read, err_read, exit_report=partial(self._exit_code, pid)
+        )
 
     @property
     def pid(self) -> int:
@@ -108,6 +108,7 @@ class ForkServer:
 
     def close(self) -> None:
         """Close the channel: the server kills what is left of its task processes and exits."""
+        self._drop_spare()
         self.gone = True
         self._control.close()
         try:
@@ -116,47 +117,90 @@ class ForkServer:
             self._process.kill()
             self._process.wait()
 
-    def _reply_to(self, request_id: int) -> p.TaskProcessResult | p.ErrorResponse:
-        while not self.gone:
-            message = self._receive()
-            if isinstance(message, p.TaskProcessExited):
-                self._exits[message.id] = message.exit_code
-            elif message is not None and message.id == request_id:
-                return message
-        return self._went("the fork server exited")
+    def _hand_over(self, start: p.StartTaskProcess, fds: list[int]) -> int:
+        """Send the start to the spare (a newer one first, if the server sent one); its pid."""
+        packet = start.model_dump_json().encode()
+        for _attempt in range(3):
+            self._read_messages(wait=False)
+            while self._spare is None:
+                self._raise_if_failed()
+                self._read_messages(wait=True)
+            pid, channel = self._spare
+            self._spare = None
+            try:
+                socket.send_fds(channel, [packet], fds)
+                return pid
+            except OSError:
+                continue  # it died waiting (killed by hand, say): the server forks another
+            finally:
+                channel.close()
+        raise ForkServerError("the fork server's spare task processes keep dying")
 
-    def _exit_code(self, request_id: int, wait: bool) -> int | None:
-        """The reported exit code of the task process started by ``request_id``, if known."""
-        timeout = _REPORT_TIMEOUT_SECONDS if wait else 0.0
-        while request_id not in self._exits and not self.gone:
-            if not select.select([self._control], [], [], timeout)[0]:
+    def _raise_if_failed(self) -> None:
+        if self.gone:
+            raise ForkServerGone(self._error or "the fork server exited")
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise ForkServerError(error)
+
+    def _exit_code(self, pid: int, wait: bool) -> int | None:
+        """The reported exit code of the task process ``pid``, if known."""
+        deadline = time.monotonic() + (_REPORT_TIMEOUT_SECONDS if wait else 0.0)
+        while pid not in self._exits and not self.gone:
+            if not self._read_messages(wait=True, timeout=max(0.0, deadline - time.monotonic())):
                 break
-            message = self._receive()
-            if isinstance(message, p.TaskProcessExited):
-                self._exits[message.id] = message.exit_code
-        if request_id in self._exits:
-            return self._exits.pop(request_id)
+        if pid in self._exits:
+            return self._exits.pop(pid)
         if self.gone or wait:
             # Its server is gone, so it was killed with it; or it exited and was never reported.
             return -signal.SIGKILL
         return None
 
-    def _receive(self) -> p.TaskProcessResult | p.TaskProcessExited | p.ErrorResponse | None:
-        try:
-            packet = self._control.recv(MAX_PACKET_BYTES)
-        except OSError:
-            packet = b""
-        if not packet:
-            self._went("the fork server exited")
-            return None
-        return p.FROM_FORK_SERVER.validate_json(packet)
+    def _read_messages(self, wait: bool, timeout: float | None = None) -> bool:
+        """Take in what the server sent (waiting for one message if ``wait``); False if none."""
+        got = False
+        while not self.gone:
+            if not select.select([self._control], [], [], timeout if wait and not got else 0)[0]:
+                return got
+            try:
+                packet, fds, _flags, _address = socket.recv_fds(self._control, MAX_PACKET_BYTES, 1)
+            except OSError:
+                packet, fds = b"", []
+            if not packet:
+                self._went("the fork server exited")
+                return got
+            got = True
+            message = p.FROM_FORK_SERVER.validate_json(packet)
+            if isinstance(message, p.SpareReady) and fds:
+                self._drop_spare()  # its process is gone: the server replaced it
+                self._spare = (message.pid, socket.socket(fileno=fds.pop()))
+            elif isinstance(message, p.TaskProcessExited):
+                self._exits[message.pid] = message.exit_code
+            elif isinstance(message, p.ErrorResponse):
+                self._error = message.error
+            for fd in fds:
+                os.close(fd)
+        return got
 
-    def _went(self, why: str) -> p.ErrorResponse:
+    def _drop_spare(self) -> None:
+        if self._spare is not None:
+            self._spare[1].close()
+            self._spare = None
+
+    def _send(self, message: p.SpareTaken) -> None:
+        try:
+            self._control.send(message.model_dump_json().encode())
+        except OSError as error:
+            # The task process runs anyway; its server is gone, and it with it (PDEATHSIG).
+            self._went(f"the fork server is gone: {error}")
+
+    def _went(self, why: str) -> None:
         if not self.gone:
             self.gone = True
+            self._error = why
+            self._drop_spare()
             self._control.close()
             log.warning("%s (exit code %s); starting another", why, self._process.poll())
-        return p.ErrorResponse(error=why)
 
 
 _server: ForkServer | None = None

@@ -5,13 +5,14 @@ SOCK_SEQPACKET pair in ``TRADEWIND_COMMS_FD``. It imports nothing of Celery or S
 what it forks is small.
 
 It keeps one spare task process forked ahead, set up as far as a task process can be before it
-knows its task (own process group, death with its parent, signals, stdio): the fork and that
-setup happen while the pool process is busy with the previous try, not while a try waits. Each
-``StartTaskProcess`` brings the task's comms socket and pipes; the server checks that the task
-exists (loading the DAG file as the pool process does), passes the request and its descriptors
-on to the spare, answers ``TaskProcessResult`` with the spare's pid, then forks the next spare.
-A spare forked before a DAG file was (re)loaded is replaced rather than left to load it again.
-Once a task process is reaped the server says ``TaskProcessExited`` with its exit code.
+knows its task (own process group, death with its parent, signals, stdio), and hands the pool
+process the spare's end of a channel to it (``SpareReady``): the fork and that setup happen while
+the pool process is busy with the previous try, and starting a try is one send from the pool
+process to the spare (``StartTaskProcess``, with the task's comms socket and pipes), with no
+round trip through this server. The pool process then says ``SpareTaken``; the server loads that
+DAG file, if it changed, so the next spares inherit it, and forks the next spare. A spare that
+finds its DAG file changed since its fork loads it itself. Once a taken task process is reaped
+the server says ``TaskProcessExited`` with its exit code.
 
 It exits when the pool process closes the channel or dies, and kills what is left of its task
 processes then: they must not outlive the supervisor that records them.
@@ -28,13 +29,11 @@ import socket
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from tradewind.exceptions import TaskNotFound
 from worker import protocol as p
-from worker.dags import dag_cache_entries, find_task
+from worker.dags import find_task, preload
 from worker.fork_server import MAX_PACKET_BYTES, PARENT_PID_ENV, task_body
 from worker.process import (
     _PR_SET_PDEATHSIG,
@@ -46,25 +45,16 @@ from worker.process import (
 )
 
 
-@dataclass
-class Spare:
-    """A task process waiting for its task on ``channel``."""
-
-    pid: int
-    channel: socket.socket
-    #: The DAG files it inherited, as loaded then (entries compared by identity).
-    dags: dict[str, Any]
-    gone: bool = False
-
-
 class ForkServerLoop:
-    """Waits for start requests and for its children's exits, one selector for both."""
+    """Keeps a spare handed to the pool process; reports its children's exits. One selector."""
 
     def __init__(self, control: socket.socket) -> None:
         self._control = control
-        self._started: dict[int, int] = {}  # pid -> the id of the request that started it
-        self._spare: Spare | None = None
-        self._request_fds: list[int] = []  # a spare forked meanwhile must not hold them
+        self._spare: int | None = None  # the pid of the spare the pool process holds
+        self._taken: set[int] = set()  # task processes running a try
+        # Spares reaped before the pool process said it took them: a fast task, or a spare that
+        # died waiting (which the pool process never names). Oldest first, a few kept.
+        self._early_exits: dict[int, int] = {}
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
@@ -79,80 +69,72 @@ class ForkServerLoop:
             serving = True
             while serving:
                 if self._spare is None:
-                    self._spare = self._fork_spare()
+                    serving = self._hand_over_spare()
                 for key, _ in selector.select():
                     if key.fileobj == self._wake_read:
                         os.read(self._wake_read, 4096)
-                        serving = self._report_exits()
+                        serving = serving and self._report_exits()
                     else:
-                        serving = self._on_request()
-        for pid in self._started:
+                        serving = serving and self._on_message()
+        for pid in self._taken:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
 
-    def _on_request(self) -> bool:
+    def _on_message(self) -> bool:
         try:
-            packet, fds, _flags, _address = socket.recv_fds(self._control, MAX_PACKET_BYTES, 3)
+            packet = self._control.recv(MAX_PACKET_BYTES)
         except ConnectionError:
             return False
         if not packet:
             return False  # the pool process closed the channel, or died
-        self._request_fds = fds
-        try:
-            if len(fds) != 3:
-                raise p.ProtocolError(f"a start request brought {len(fds)} descriptors, not 3")
-            return self._send(self._start(_START.model_validate_json(packet), packet))
-        finally:
-            self._request_fds = []
-            for fd in fds:
-                os.close(fd)
+        taken = _TAKEN.model_validate_json(packet)
+        if taken.pid == self._spare:
+            self._spare = None  # the next one is forked before the loop waits again
+            self._taken.add(taken.pid)
+        elif taken.pid in self._early_exits:
+            code = self._early_exits.pop(taken.pid)
+            return self._send(p.TaskProcessExited(pid=taken.pid, exit_code=code))
+        preload(taken.fileloc)  # so the spares forked from now on have it loaded
+        return True
 
-    def _start(
-        self, request: p.StartTaskProcess, packet: bytes
-    ) -> p.TaskProcessResult | p.ErrorResponse:
-        try:
-            find_task(request.fileloc, request.dag_id, request.task_id)
-            spare = self._take_spare(request.fileloc)
-            try:
-                socket.send_fds(spare.channel, [packet], self._request_fds)
-            except OSError:  # it died waiting (killed by hand, say): one more, forked now
-                spare.channel.close()
-                spare = self._fork_spare()
-                socket.send_fds(spare.channel, [packet], self._request_fds)
-        except TaskNotFound as error:
-            return p.ErrorResponse(id=request.id, error=str(error))
-        except OSError as error:  # fork refused (no memory, too many processes)
-            return p.ErrorResponse(id=request.id, error=f"could not fork a task process: {error}")
-        spare.channel.close()
-        self._started[spare.pid] = request.id
-        return p.TaskProcessResult(id=request.id, pid=spare.pid)
-
-    def _take_spare(self, fileloc: str) -> Spare:
-        """The spare, if it still waits and has this DAG file as loaded now; else a new one."""
-        spare, self._spare = self._spare, None
-        if spare is not None:
-            if not spare.gone and spare.dags.get(fileloc) is dag_cache_entries().get(fileloc):
-                return spare
-            spare.channel.close()  # it exits on its own
-        return self._fork_spare()
-
-    def _fork_spare(self) -> Spare:
+    def _hand_over_spare(self) -> bool:
+        """Fork a spare and send its channel to the pool process; False once that is gone."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        dags = dict(dag_cache_entries())
+        try:
+            pid = self._fork_spare(theirs)
+        except OSError as error:  # fork refused (no memory, too many processes)
+            ours.close()
+            theirs.close()
+            return self._send(p.ErrorResponse(error=f"could not fork a task process: {error}"))
+        theirs.close()
+        self._spare = pid
+        try:
+            socket.send_fds(
+                self._control, [p.SpareReady(pid=pid).model_dump_json().encode()], [ours.fileno()]
+            )
+        except OSError:
+            return False
+        finally:
+            ours.close()  # the pool process holds it now: the spare's one way in
+        return True
+
+    def _fork_spare(self, channel: socket.socket) -> int:
         # Frozen objects are never scanned by the child's collector, so it does not touch (and
         # copy) this process's pages; unfrozen at once so the server's own garbage is freed.
         gc.freeze()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child, measured by the tests' outcomes
-            ours.close()
-            _spare_main(theirs, self._in_child)
+            _spare_main(channel, self._in_child)
         gc.unfreeze()
-        theirs.close()
-        return Spare(pid, ours, dags)
+        # Its own process group from now on, whichever of the two calls runs first: the pool
+        # process may signal the group as soon as it has the pid.
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)
+        return pid
 
     def _in_child(self) -> None:
         signal.set_wakeup_fd(-1)
-        for fd in (self._control.fileno(), self._wake_read, self._wake_write, *self._request_fds):
+        for fd in (self._control.fileno(), self._wake_read, self._wake_write):
             os.close(fd)
 
     def _report_exits(self) -> bool:
@@ -163,15 +145,20 @@ class ForkServerLoop:
                 return True
             if pid == 0:
                 return True
-            if self._spare is not None and self._spare.pid == pid:
-                self._spare.gone = True
-            request_id = self._started.pop(pid, None)
-            if request_id is not None:
-                code = os.waitstatus_to_exitcode(status)
-                if not self._send(p.TaskProcessExited(id=request_id, exit_code=code)):
+            code = os.waitstatus_to_exitcode(status)
+            if pid in self._taken:
+                self._taken.discard(pid)
+                if not self._send(p.TaskProcessExited(pid=pid, exit_code=code)):
                     return False
+            elif pid == self._spare:
+                # Taken and done before the pool process said so, or dead unused: either way
+                # the pool process needs another spare, and may yet ask for this exit.
+                self._spare = None
+                self._early_exits[pid] = code
+                while len(self._early_exits) > _EARLY_EXITS_KEPT:
+                    del self._early_exits[next(iter(self._early_exits))]
 
-    def _send(self, message: p.TaskProcessResult | p.TaskProcessExited | p.ErrorResponse) -> bool:
+    def _send(self, message: p.SpareReady | p.TaskProcessExited | p.ErrorResponse) -> bool:
         try:
             self._control.send(message.model_dump_json().encode())
         except OSError:  # the pool process is gone
@@ -179,6 +166,8 @@ class ForkServerLoop:
         return True
 
 
+_EARLY_EXITS_KEPT = 16
+_TAKEN = p.SpareTaken
 _START = p.StartTaskProcess
 
 
@@ -190,10 +179,13 @@ def _spare_main(channel: socket.socket, in_child: Callable[[], None]) -> NoRetur
         prepare_task_process()
         packet, fds, _flags, _address = socket.recv_fds(channel, MAX_PACKET_BYTES, 3)
         channel.close()
-        if not packet:  # the server let it go unused
+        if not packet:  # the pool process let it go unused, or is gone
             os._exit(0)
+        if len(fds) != 3:
+            raise p.ProtocolError(f"a start brought {len(fds)} descriptors, not 3")
         request = _START.model_validate_json(packet)
         attach_task_channels(fds[1], fds[2])
+        # The DAG file as the server loaded it, or loaded again here if it changed since.
         dag, task = find_task(request.fileloc, request.dag_id, request.task_id)
         code = task_body(dag, task)(socket.socket(fileno=fds[0]))
     except BaseException:

@@ -304,14 +304,21 @@ TO_HELPER: TypeAdapter[ToHelper] = TypeAdapter(ToHelper)
 
 
 # --- the fork server channel (docs/decisions/tasks-fork-from-a-lean-server.md) ------------
-# A SOCK_SEQPACKET pair between a pool process and its fork server: one JSON message per packet,
-# since a start request carries the task process's three file descriptors with it (SCM_RIGHTS).
-# The pool process asks to start a task process; the server answers with its pid (or an
-# ``ErrorResponse``), and later says, under the same id, how it exited once it has reaped it.
+# SOCK_SEQPACKET pairs, one JSON message per packet, since some carry file descriptors
+# (SCM_RIGHTS). The server hands its pool process a spare task process's channel ahead of need;
+# the pool process sends the start of a try down that channel itself, then tells the server the
+# spare was taken; the server says how each taken task process exited once it has reaped it.
+
+
+class SpareReady(_Message):
+    """A spare task process waits on the channel sent with this (server → pool process)."""
+
+    type: Literal["SpareReady"] = "SpareReady"
+    pid: int
 
 
 class StartTaskProcess(_Message):
-    """Fork a task process for this task, on the comms socket and pipes sent with it."""
+    """Run this task on the comms socket and pipes sent with it (pool process → spare)."""
 
     type: Literal["StartTaskProcess"] = "StartTaskProcess"
     fileloc: str
@@ -319,19 +326,23 @@ class StartTaskProcess(_Message):
     task_id: str
 
 
-class TaskProcessResult(_Message):
-    type: Literal["TaskProcessResult"] = "TaskProcessResult"
+class SpareTaken(_Message):
+    """The spare ``pid`` runs a task of ``fileloc`` now (pool process → server)."""
+
+    type: Literal["SpareTaken"] = "SpareTaken"
     pid: int
+    fileloc: str
 
 
 class TaskProcessExited(_Message):
     type: Literal["TaskProcessExited"] = "TaskProcessExited"
+    pid: int
     # As ``os.waitstatus_to_exitcode``: negative when a signal killed it.
     exit_code: int
 
 
 FromForkServer = Annotated[
-    TaskProcessResult | TaskProcessExited | ErrorResponse, Field(discriminator="type")
+    SpareReady | TaskProcessExited | ErrorResponse, Field(discriminator="type")
 ]
 FROM_FORK_SERVER: TypeAdapter[FromForkServer] = TypeAdapter(FromForkServer)
 

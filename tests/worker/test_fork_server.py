@@ -30,6 +30,7 @@ from tests.worker.test_supervisor import (
 )
 from worker import fork_server
 from worker.fork_server import ForkServer
+from worker.protocol import SpareTaken
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,3 +209,24 @@ def test_a_pool_process_killed_takes_its_fork_server_and_task_with_it(home: Home
 
     assert wait_until(lambda: pid_gone(server_pid)), "the fork server outlived its pool process"
     assert wait_until(lambda: pid_gone(task_pid)), "the task process outlived its supervisor"
+
+
+def test_a_task_process_that_ends_before_its_start_is_reported_still_has_its_exit_code(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    say_taken = ForkServer._send
+
+    def after_the_end(self: ForkServer, message: SpareTaken) -> None:
+        reaped = Path(f"/proc/{message.pid}")
+        assert wait_until(lambda: not reaped.exists())  # the server reaped it meanwhile
+        say_taken(self, message)
+
+    monkeypatch.setattr(ForkServer, "_send", after_the_end)
+    # No such file: the task process says why on its stderr and exits 70 at once.
+    process = server().start(str(home.dags / "missing.py"), "parentage", "parentage")
+
+    assert process.poll(wait=True) == 70
+    with os.fdopen(process.stderr) as stderr:
+        assert "does not exist on this worker" in stderr.read()
+    process.comms.close()
+    os.close(process.stdout)

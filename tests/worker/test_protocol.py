@@ -35,9 +35,11 @@ REPLIES = union_members(p.ToTask)
 # The XCom backend helper's channel: its own asks and answers, and the calls sent to it.
 FROM_HELPER = union_members(p.FromHelper)
 TO_HELPER = union_members(p.ToHelper)
-# The fork server's channel: one request from the pool process, its reply, and exit reports.
+# The fork server's channels: spares and exit reports to the pool process, which says which spare
+# it took, and sends a spare its task.
 FROM_FORK_SERVER = union_members(p.FromForkServer)
-TO_FORK_SERVER = {p.StartTaskProcess}
+TO_FORK_SERVER = {p.SpareTaken}
+TO_SPARE = {p.StartTaskProcess}
 
 
 @pytest.mark.parametrize("cls", message_classes(), ids=lambda cls: cls.__name__)
@@ -49,9 +51,9 @@ def test_every_message_travels_in_exactly_one_direction() -> None:
     assert REQUESTS.isdisjoint(REPLIES)
     assert FROM_HELPER.isdisjoint(TO_HELPER)
     assert set(message_classes()) == (
-        REQUESTS | REPLIES | FROM_HELPER | TO_HELPER | FROM_FORK_SERVER | TO_FORK_SERVER
+        REQUESTS | REPLIES | FROM_HELPER | TO_HELPER | FROM_FORK_SERVER | TO_FORK_SERVER | TO_SPARE
     )
-    assert {p.TaskProcessResult, p.TaskProcessExited, p.ErrorResponse} == FROM_FORK_SERVER
+    assert {p.SpareReady, p.TaskProcessExited, p.ErrorResponse} == FROM_FORK_SERVER
     # The helper's look-ups are the task's requests; only its call traffic is its own.
     helper_asks, helper_gets = FROM_HELPER - REQUESTS, TO_HELPER - REPLIES
     assert helper_asks == {p.AwaitXComBackendCall, p.XComBackendResult}
