@@ -175,29 +175,10 @@ def bench_fleet(n: int, chain: int, broker: str, workdir: Path) -> dict[str, flo
     env = fleet_env(url, broker, dags, workdir / "home", BENCH_N=str(n), BENCH_CHAIN=str(chain))
     worker, scheduler = start_fleet(url, dags, env, workdir)
     log = workdir / "worker.log"
-    if os.environ.get("BENCH_PROFILE"):
-        wait_ready(log)
-        pids = subprocess.run(
-            ["pgrep", "-f", "celery -A worker"], capture_output=True, text=True
-        ).stdout.split()
-        for pid in pids:
-            subprocess.Popen(
-                [
-                    "py-spy",
-                    "record",
-                    "-p",
-                    pid,
-                    "-d",
-                    "12",
-                    "-f",
-                    "raw",
-                    "-o",
-                    str(workdir / f"spy-{pid}.txt"),
-                    "--nonblocking",
-                ]
-            )
     try:
         wait_ready(log)
+        if os.environ.get("BENCH_PROFILE"):
+            profile_workers(workdir)
         fanout = run_and_wait(url, "bench_fanout", n)
         hops = chain_hops(url, chain)
     finally:
@@ -207,6 +188,18 @@ def bench_fleet(n: int, chain: int, broker: str, workdir: Path) -> dict[str, flo
         with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     return {"fleet_tis_per_s": fanout, **hops}
+
+
+def profile_workers(workdir: Path) -> None:
+    """py-spy on the worker's processes for 12 s (raw folded stacks in ``workdir``)."""
+    pids = subprocess.run(
+        ["pgrep", "-f", "celery -A worker"], capture_output=True, text=True
+    ).stdout.split()
+    for pid in pids:
+        subprocess.Popen(
+            ["py-spy", "record", "-p", pid, "-d", "12", "-f", "raw",
+             "-o", str(workdir / f"spy-{pid}.txt"), "--nonblocking"]
+        )  # fmt: skip
 
 
 def run_and_wait(url: str, dag_id: str, n: int) -> float:
