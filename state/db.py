@@ -7,6 +7,7 @@ journal, and readers do not block the writer); PostgreSQL URLs use psycopg 3.
 from __future__ import annotations
 
 import functools
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,13 +29,37 @@ def normalize_url(url: str) -> str:
     return url
 
 
+#: How long a SQLite connection waits for another one's lock (its busy timeout), in seconds.
+SQLITE_BUSY_SECONDS = 30
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_SECONDS * 1000}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again while another connection holds the file.
+
+    The switch needs the file to itself for a moment, and SQLite refuses it at once ("database
+    is locked"), busy timeout or not, while another connection switches or writes: two processes
+    opening a new store together (``standalone`` and a ``dags trigger``) failed that way.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 def _sqlite_begin(conn: Any) -> None:
@@ -60,7 +85,9 @@ def _create(url: str) -> Engine:
         database = make_url(url).database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30, "isolation_level": None})
+        engine = create_engine(
+            url, connect_args={"timeout": SQLITE_BUSY_SECONDS, "isolation_level": None}
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine

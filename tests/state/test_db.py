@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
 import psycopg
 import pytest
 from sqlalchemy import text
@@ -46,3 +51,32 @@ def test_only_a_connection_idle_past_the_threshold_is_pinged(
         backend_pid(pg_url)
 
     assert len(pings) == expected_pings
+
+
+def _open_and_write(url: str, start_at: float) -> None:
+    """In a fresh process: wait for the shared start time, then open the store and write."""
+    state.db._ENGINES.clear()  # the parent's engine is not this process's
+    while time.time() < start_at:
+        pass
+    with get_engine(url).begin() as connection:
+        connection.execute(text(f"CREATE TABLE IF NOT EXISTS t{os.getpid()} (x INTEGER)"))
+        time.sleep(0.02)
+
+
+def test_two_processes_opening_a_new_sqlite_store_at_once_both_get_in(tmp_path: Path) -> None:
+    # Switching a new file to WAL raced: one of the two failed at once, "database is locked".
+    context = multiprocessing.get_context("fork")
+    for attempt in range(60):
+        url = f"sqlite:///{tmp_path / f'{attempt}.db'}"
+        start_at = time.time() + 0.05
+        openers = [
+            context.Process(
+                target=_open_and_write, args=(url, start_at + k * 0.0003 * (attempt % 5))
+            )
+            for k in range(2)
+        ]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join(60)
+        assert [opener.exitcode for opener in openers] == [0, 0], f"attempt {attempt}"
