@@ -23,7 +23,7 @@ from worker.logs import TryLog, log_path
 from worker.process import exec_runtime_task
 from worker.requests import TryContext, handle
 from worker.supervisor import SupervisorSettings, supervise_process
-from worker.xcom.serving import prepare_xcoms
+from worker.xcom.serving import details_at_start, prepare_xcoms
 
 log = logging.getLogger(__name__)
 Publisher = Callable[[list[Enqueue]], None]
@@ -82,7 +82,8 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
     try:
         if task.options.command is None:
             try:
-                process = start_python_task(claim.fileloc, dag, task)
+                details = details_at_start(ctx)
+                process = start_python_task(claim.fileloc, dag, task, details)
             except ForkServerError as error:
                 try_log.line("supervisor", f"could not start the task: {error}")
                 return final_for_failure(claim, f"could not start the task: {error}", True)

@@ -55,10 +55,15 @@ class ForkServerGone(ForkServerError):
     """The fork server exited: it is started again for the next try."""
 
 
-def task_body(dag: DAG, task: Task) -> Callable[[socket.socket], int]:
-    """What a Python task process runs; an iterable task runs all its items in it."""
+def task_body(
+    dag: DAG, task: Task, details: p.TaskDetails | None = None
+) -> Callable[[socket.socket], int]:
+    """What a Python task process runs; an iterable task runs all its items in it.
+
+    ``details``: the handshake's reply, given ahead (the task process then does not ask).
+    """
     body = run_iterable_task if is_iterable(task) else run_python_task
-    return lambda comms: body(comms, dag, task)
+    return lambda comms: body(comms, dag, task, details)
 
 
 class ForkServer:
@@ -79,10 +84,14 @@ class ForkServer:
         self._error: str | None = None
         self.gone = False
 
-    def start(self, fileloc: str, dag_id: str, task_id: str) -> TaskProcess:
+    def start(
+        self, fileloc: str, dag_id: str, task_id: str, details: p.TaskDetails | None = None
+    ) -> TaskProcess:
         """Start the task on the spare; raises ForkServerError. Nothing here waits on the
         server unless it has no spare ready yet (the first try, or a spare that died)."""
-        packet = p.StartTaskProcess(fileloc=fileloc, dag_id=dag_id, task_id=task_id)
+        packet = p.StartTaskProcess(
+            fileloc=fileloc, dag_id=dag_id, task_id=task_id, details=details
+        )
         parent_end, child_end = socket.socketpair()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
@@ -228,17 +237,22 @@ def current_fork_server() -> ForkServer | None:
     return _server
 
 
-def start_python_task(fileloc: str, dag: DAG, task: Task) -> TaskProcess:
-    """Start the task process of ``task``: from the fork server if this process uses one."""
+def start_python_task(
+    fileloc: str, dag: DAG, task: Task, details: p.TaskDetails | None = None
+) -> TaskProcess:
+    """Start the task process of ``task``: from the fork server if this process uses one.
+
+    ``details``: the handshake's reply, if the supervisor has it now (the task skips asking).
+    """
     if not _enabled:
-        return fork_python_task(task_body(dag, task))
+        return fork_python_task(task_body(dag, task, details))
     reap_finished()
     global _server
     for _attempt in range(2):
         if _server is None or _server.gone:
             _server = ForkServer()
         try:
-            return _server.start(fileloc, dag.dag_id, task.task_id)
+            return _server.start(fileloc, dag.dag_id, task.task_id, details)
         except ForkServerGone:
             continue  # started again once: a server killed between two tries is no failure
     raise ForkServerError("the fork server exited twice in a row: see the worker's log")

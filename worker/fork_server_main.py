@@ -187,7 +187,7 @@ def _spare_main(channel: socket.socket, in_child: Callable[[], None]) -> NoRetur
         attach_task_channels(fds[1], fds[2])
         # The DAG file as the server loaded it, or loaded again here if it changed since.
         dag, task = find_task(request.fileloc, request.dag_id, request.task_id)
-        code = task_body(dag, task)(socket.socket(fileno=fds[0]))
+        code = task_body(dag, task, request.details)(socket.socket(fileno=fds[0]))
     except BaseException:
         traceback.print_exc()
     finally:

@@ -54,9 +54,11 @@ from worker.runner import (
 log = logging.getLogger("tradewind.iterable")
 
 
-def run_iterable_task(comms: socket.socket, dag: DAG, task: Task) -> int:
+def run_iterable_task(
+    comms: socket.socket, dag: DAG, task: Task, given: p.TaskDetails | None = None
+) -> int:
     """The body of a forked task process for an iterable task; returns its exit code."""
-    client, details, context = open_task(comms, dag, task)
+    client, details, context = open_task(comms, dag, task, given)
     store = SupervisorCheckpointStore(client)
     checkpoints = Checkpoints(store, details.generation, task.options.task_concurrency)
     try:

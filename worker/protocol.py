@@ -324,6 +324,9 @@ class StartTaskProcess(_Message):
     fileloc: str
     dag_id: str
     task_id: str
+    # The handshake's reply, when the supervisor could give it before the start: the task
+    # process then skips the handshake (docs/protocol.md §5).
+    details: TaskDetails | None = None
 
 
 class SpareTaken(_Message):

@@ -127,12 +127,13 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
 
 
 def open_task(
-    comms: socket.socket, dag: DAG, task: Task
+    comms: socket.socket, dag: DAG, task: Task, given: p.TaskDetails | None = None
 ) -> tuple[Client, p.TaskDetails, dict[str, Any]]:
-    """The start of every task process: SIGTERM handled, the handshake, the context set."""
+    """The start of every task process: SIGTERM handled, the handshake (unless its reply was
+    ``given`` with the start), the context set."""
     set_signal_handler(signal.SIGTERM, _on_sigterm)
     client = Client(comms)
-    details = client.request(_HANDSHAKE)
+    details = given or client.request(_HANDSHAKE)
     assert isinstance(details, p.TaskDetails)
     client.details = details
     context = build_context(details, client, dag, task)
@@ -140,9 +141,11 @@ def open_task(
     return client, details, context
 
 
-def run_python_task(comms: socket.socket, dag: DAG, task: Task) -> int:
+def run_python_task(
+    comms: socket.socket, dag: DAG, task: Task, given: p.TaskDetails | None = None
+) -> int:
     """The body of a forked task process; returns its exit code."""
-    client, details, context = open_task(comms, dag, task)
+    client, details, context = open_task(comms, dag, task, given)
     try:
         result = call_task(task, context, client)
         push_result(client, task, result)

@@ -28,9 +28,9 @@ from tests.worker.test_supervisor import (
     supervised_home,
     wait_until,
 )
-from worker import fork_server
+from worker import fork_server, requests
+from worker import protocol as p
 from worker.fork_server import ForkServer
-from worker.protocol import SpareTaken
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,7 +180,8 @@ def test_a_changed_dag_file_runs_its_new_code(home: Home) -> None:
 
 POOL_PROCESS = """
 import sys, time
-from worker import fork_server
+from worker import fork_server, requests
+from worker import protocol as p
 from worker.dags import find_task
 
 fork_server.use_fork_server()
@@ -216,7 +217,7 @@ def test_a_task_process_that_ends_before_its_start_is_reported_still_has_its_exi
 ) -> None:
     say_taken = ForkServer._send
 
-    def after_the_end(self: ForkServer, message: SpareTaken) -> None:
+    def after_the_end(self: ForkServer, message: p.SpareTaken) -> None:
         reaped = Path(f"/proc/{message.pid}")
         assert wait_until(lambda: not reaped.exists())  # the server reaped it meanwhile
         say_taken(self, message)
@@ -230,3 +231,23 @@ def test_a_task_process_that_ends_before_its_start_is_reported_still_has_its_exi
         assert "does not exist on this worker" in stderr.read()
     process.comms.close()
     os.close(process.stdout)
+
+
+def test_a_first_try_gets_its_details_with_its_start_and_asks_nothing(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[p.GetTaskDetails] = []
+    answer = requests.HANDLERS[p.GetTaskDetails]
+
+    def count(ctx: requests.TryContext, request: p.GetTaskDetails) -> p._Message | None:
+        asked.append(request)
+        return answer(ctx, request)
+
+    monkeypatch.setitem(requests.HANDLERS, p.GetTaskDetails, count)
+    run_pk, pending = start(home, "parentage")
+
+    assert run_tries(home, run_pk, pending) == ["success", "success"]
+
+    assert asked == []  # nothing to purge or load first: no handshake round trip
+    task_pid = json.loads(home.xcoms(run_pk)[("parentage", "return_value")])
+    assert json.loads(home.xcoms(run_pk)[("double", "return_value")]) == task_pid * 2

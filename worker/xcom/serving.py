@@ -78,6 +78,15 @@ def _address(
 # --- the handshake ---------------------------------------------------------------------------
 
 
+def details_at_start(ctx: TryContext) -> p.TaskDetails | None:
+    """The handshake's reply, when it needs nothing done first (no stale XCom to purge, no
+    argument to load): a Python task process then gets it with its start, and asks no more."""
+    xcoms: TryXComs = ctx.xcoms
+    if xcoms.stale or _argument_refs(xcoms.arguments):
+        return None
+    return ctx.details.model_copy(update={"arguments": xcoms.arguments})
+
+
 def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
     """Purge the stale XComs, resolve a runtime task's arguments, then send ``TaskDetails``.
 
