@@ -14,6 +14,7 @@ from state.hand_over import end_and_queue
 from state.models import utcnow
 from state.scheduling import Enqueue, schedule_after_end, successor_to_hand_over
 from tradewind.exceptions import TaskNotFound
+from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
 from worker import protocol as p
 from worker.claim import Claim, Final, claim_try, end_values, final_for_failure, record_final
@@ -42,7 +43,15 @@ def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher
     try_log = TryLog(path)
     try:
         try_log.line("supervisor", f"running {message.describe()}")
-        final = run_claimed(claim, settings, try_log)
+        try:
+            final = run_claimed(claim, settings, try_log)
+        except Exception as error:
+            # A fault of the supervisor itself: the try ends now, as failed (and retried if
+            # tries are left), not when the zombie rule notices its silence.
+            log.exception("supervising %s failed", message.describe())
+            reason = f"the supervisor failed: {one_line_error(error)}"
+            try_log.line("supervisor", reason)
+            final = final_for_failure(claim, reason, True)
         return _record(url, claim, final, try_log, publish)
     finally:
         try_log.close()

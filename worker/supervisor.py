@@ -294,6 +294,9 @@ def supervise_process(
     )
     try:
         loop.run()
+    except BaseException:
+        process.signal_group(signal.SIGKILL)  # no task may outlive the supervision of its try
+        raise
     finally:
         close_process_handles(process)
         reap_later(process)

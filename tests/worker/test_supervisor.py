@@ -29,6 +29,7 @@ from worker.claim import claim_try
 from worker.execute import execute
 from worker.logs import TryLog, log_path
 from worker.process import reap_finished
+from worker.supervisor import SupervisorLoop
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -578,3 +579,24 @@ def test_a_task_that_said_it_succeeded_and_closed_its_channels_is_not_waited_for
         return not Path(f"/proc/{task_pid}").exists()
 
     assert wait_until(reaped, seconds=20)
+
+
+def test_a_fault_of_the_supervisor_fails_the_try_at_once_and_stops_its_task(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_pk, [enqueue] = start(home, "sleepy")
+    started = home.root / "out" / "sleepy_pid"
+
+    def broken_loop(self: SupervisorLoop) -> None:
+        assert wait_until(started.exists)  # the task runs, then its supervisor fails
+        raise RuntimeError("a bug in the loop\nsecond line")
+
+    monkeypatch.setattr(SupervisorLoop, "run", broken_loop)
+
+    assert run_one(home, enqueue) == "failed"  # one try: no retry left
+
+    ti = home.ti(run_pk, "sleepy")
+    assert ti.error == "the supervisor failed: RuntimeError: a bug in the loop"
+    [task_pid] = [int(pid) for pid in out(home, "sleepy_pid")]
+    assert wait_until(lambda: pid_gone(task_pid)), "the task outlived its supervisor's failure"
+    assert "the supervisor failed: RuntimeError" in try_log(home, run_pk, "sleepy", 1)
