@@ -6,6 +6,7 @@ import json
 import subprocess
 from collections.abc import Callable
 
+import pytest
 from sqlalchemy import select
 from typer.testing import Result
 
@@ -136,3 +137,18 @@ def test_a_usage_mistake_is_one_line_and_exit_2(run_cli: RunCli) -> None:
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith("error: Invalid value for '--format'")
+
+
+def test_a_run_is_shown_upstream_first_on_postgresql(
+    cli: Cli, env: CliEnv, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # JSONB keeps an object's keys shortest first: the stored structure reads first, third, second.
+    monkeypatch.setenv("TRADEWIND_DATABASE_URL", pg_url)
+    assert cli("db", "migrate").exit_code == 0
+    assert cli("dags", "trigger", "pair", "--run-id", "r1").exit_code == 0
+
+    shown = cli("runs", "show", "pair", "r1", "--json")
+
+    assert shown.exit_code == 0, shown.output
+    rows = json.loads(shown.stdout)["task_instances"]
+    assert [row["task_id"] for row in rows] == ["first", "second", "third"]

@@ -1,12 +1,14 @@
 """A DAG's tasks and dependencies as a rich tree (``dags show``) or as Graphviz dot.
 
 Both read the DAG's serialized structure (``DAG.structure()``): task ids, each task's
-``upstream`` ids and options, in topological order.
+``upstream`` ids and options. Its key order is not kept by every store (PostgreSQL's JSONB sorts
+keys shortest first), so the order shown is worked out again: ``upstream_first``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from rich.text import Text
@@ -15,12 +17,26 @@ from rich.tree import Tree
 Structure = Mapping[str, Any]
 
 
+def upstream_first(tasks: Mapping[str, Any]) -> list[str]:
+    """The task ids of a DAG's stored structure, each after its upstream tasks (ties by id).
+
+    Worked out from the ``upstream`` lists: the structure's own key order does not survive
+    PostgreSQL's JSONB, which stores an object's keys shortest first.
+    """
+    graph = {task_id: sorted(tasks[task_id].get("upstream", [])) for task_id in sorted(tasks)}
+    try:
+        return list(TopologicalSorter(graph).static_order())
+    except CycleError:  # a stored structure has none; shown in id order rather than failing
+        return sorted(tasks)
+
+
 def downstream_map(structure: Structure) -> dict[str, list[str]]:
     """Each task's direct downstream tasks, in the DAG's (topological) order."""
     tasks: Mapping[str, Any] = structure["tasks"]
-    downstream: dict[str, list[str]] = {task_id: [] for task_id in tasks}
-    for task_id, spec in tasks.items():
-        for upstream in spec["upstream"]:
+    order = upstream_first(tasks)
+    downstream: dict[str, list[str]] = {task_id: [] for task_id in order}
+    for task_id in order:
+        for upstream in tasks[task_id]["upstream"]:
             downstream[upstream].append(task_id)
     return downstream
 
@@ -65,8 +81,8 @@ def dag_tree(structure: Structure) -> Tree:
         for child in downstream[task_id]:
             add(node, child)
 
-    for task_id, spec in tasks.items():
-        if not spec["upstream"]:
+    for task_id in upstream_first(tasks):
+        if not tasks[task_id]["upstream"]:
             add(tree, task_id)
     return tree
 
@@ -79,11 +95,12 @@ def dag_dot(structure: Structure) -> str:
     """Graphviz dot of the DAG, left to right: ``dags show X --format dot | dot -Tpng``."""
     tasks: Mapping[str, Any] = structure["tasks"]
     lines = [f"digraph {_quote(structure['dag_id'])} {{", "  rankdir=LR;", "  node [shape=box];"]
-    lines += [f"  {_quote(task_id)};" for task_id in tasks]
+    order = upstream_first(tasks)
+    lines += [f"  {_quote(task_id)};" for task_id in order]
     lines += [
         f"  {_quote(upstream)} -> {_quote(task_id)};"
-        for task_id, spec in tasks.items()
-        for upstream in spec["upstream"]
+        for task_id in order
+        for upstream in tasks[task_id]["upstream"]
     ]
     lines.append("}")
     return "\n".join(lines)

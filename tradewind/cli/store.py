@@ -23,6 +23,7 @@ from state.models import DagRun, TaskInstance, XCom
 from state.progress import ItemsProgress, items_progress
 from state.values import TIKey
 from tradewind.cli.common import fail
+from tradewind.cli.graph import upstream_first
 from tradewind.mapping import ITERATE
 from tradewind.settings import Settings
 
@@ -97,7 +98,7 @@ def task_instances(
     rows = session.scalars(
         select(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id)
     ).all()
-    rank = {task_id: n for n, task_id in enumerate(order or {})}
+    rank = {task_id: n for n, task_id in enumerate(upstream_first(order or {}))}
     return sorted(rows, key=lambda ti: (rank.get(ti.task_id, len(rank)), ti.task_id, ti.map_index))
 
 
