@@ -123,7 +123,19 @@ _SUCCEED = p.PreEncoded(p.SucceedTask())
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
+    if _try_given_up:
+        raise TaskTerminated("the task was stopped: its try no longer holds its task instance")
     raise TaskTerminated("the task was sent SIGTERM (timeout, or its try was stopped)")
+
+
+#: Set by the supervisor's SIGUSR2, sent just before the SIGTERM that stops a try it no longer
+#: holds (cleared, marked failed, given up as a zombie): the failure callbacks are not run here.
+_try_given_up = False
+
+
+def _on_given_up(signum: int, frame: FrameType | None) -> None:
+    global _try_given_up
+    _try_given_up = True
 
 
 def open_task(
@@ -132,6 +144,7 @@ def open_task(
     """The start of every task process: SIGTERM handled, the handshake (unless its reply was
     ``given`` with the start), the context set."""
     set_signal_handler(signal.SIGTERM, _on_sigterm)
+    set_signal_handler(signal.SIGUSR2, _on_given_up)
     client = Client(comms)
     details = given or client.request(_HANDSHAKE)
     assert isinstance(details, p.TaskDetails)
@@ -186,10 +199,12 @@ def fail_then_call_back(client: Client, failure: p.FailTask, call_back: Callable
     It refuses for a try it no longer holds (a zombie the scheduler gave up, a cleared task
     instance): the task was killed for that, and whoever gave the try up ran its callback (the
     scheduler does, for a zombie), so running it here would run it twice. A channel a SIGTERM
-    broke mid-request cannot ask: the callbacks run first, as they can.
+    broke mid-request cannot ask: the callbacks run first, unless the supervisor said with
+    SIGUSR2 that it stops the task because the try was given up.
     """
     if client.broken:
-        call_back()
+        if not _try_given_up:
+            call_back()
         client.request(failure)  # raises: the supervisor records how the try ended
         return
     try:

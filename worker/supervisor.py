@@ -14,7 +14,7 @@ import selectors
 import signal
 import time
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -244,6 +244,12 @@ class SupervisorLoop:
         if self.deadlines.stopping_reason is not None:
             return
         self.deadlines.stopping_reason = reason
+        if self.ctx.lost and self.process.popen is None:
+            # A Python task process learns first that its try was given up, so a request the
+            # SIGTERM cuts in half does not make it run the failure callbacks (its handler
+            # is set before its first request; SIGUSR2 is handled before SIGTERM).
+            with suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGUSR2)
         self.ctx.log.line("supervisor", f"{reason}: sending SIGTERM to the task's process group")
         self.process.signal_group(signal.SIGTERM)
         self.deadlines.kill = time.monotonic() + self.kill_grace_seconds

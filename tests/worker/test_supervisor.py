@@ -23,12 +23,16 @@ import pytest
 from broker_config import TaskInstanceMessage, message_of
 from state.db import session_scope
 from state.enums import DagRunState, TaskInstanceState
+from state.models import DagRun
+from state.runs import clear_task_instances
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
+from worker import protocol as p
 from worker.claim import claim_try
 from worker.execute import execute
 from worker.logs import TryLog, log_path
 from worker.process import reap_finished
+from worker.requests import HANDLERS, TryContext
 from worker.supervisor import SupervisorLoop
 
 TI = TaskInstanceState
@@ -159,6 +163,22 @@ def sleepy():
 
 with DAG("sleepy"):
     sleepy()
+
+
+def note_failure(context):
+    note("failure_callback", "ran")
+
+
+@task(on_failure_callback=note_failure)
+def asks_and_waits():
+    from tradewind import Variable
+
+    note("asking", "yes")
+    Variable.get("never_answered")
+
+
+with DAG("asks_and_waits"):
+    asks_and_waits()
 
 
 @task
@@ -600,3 +620,26 @@ def test_a_fault_of_the_supervisor_fails_the_try_at_once_and_stops_its_task(
     [task_pid] = [int(pid) for pid in out(home, "sleepy_pid")]
     assert wait_until(lambda: pid_gone(task_pid)), "the task outlived its supervisor's failure"
     assert "the supervisor failed: RuntimeError" in try_log(home, run_pk, "sleepy", 1)
+
+
+def test_a_try_given_up_mid_request_runs_no_failure_callback_in_its_task(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_pk, [enqueue] = start(home, "asks_and_waits")
+
+    def clear_and_never_answer(ctx: TryContext, request: p.GetVariable) -> None:
+        # The try is taken away while the task waits for this reply: the next heartbeat sees
+        # it, and the SIGTERM then cuts the request in half.
+        with session_scope(home.url) as session:
+            assert clear_task_instances(session, session.get_one(DagRun, run_pk)) == 1
+        return None
+
+    monkeypatch.setitem(HANDLERS, p.GetVariable, clear_and_never_answer)
+
+    assert run_one(home, enqueue) == "lost"
+
+    assert out(home, "asking") == ["yes"]
+    # Whoever gave the try up answers for its callbacks (here a clear: nobody); never the task.
+    assert out(home, "failure_callback") == []
+    log = try_log(home, run_pk, "asks_and_waits", 1)
+    assert "its try no longer holds its task instance" in log
