@@ -92,7 +92,13 @@ def total(values):
 def mapped():
     total(rt.partial(steps=[]).expand(result=numbers()))
 
-for build in (slow_push, hanging_pull, pull, retry_purge, arguments, secrets, mapped):
+@dag(dag_id="mapped_literal")
+def mapped_literal():
+    total(rt.partial(steps=[]).expand(result=[1, 2, 3]))
+
+for build in (
+    slow_push, hanging_pull, pull, retry_purge, arguments, secrets, mapped, mapped_literal
+):
     build()
 """
 
@@ -340,3 +346,13 @@ def test_each_task_instance_of_an_expanded_runtime_task_gets_its_own_item(setup:
         pushed = sorted((row.map_index, json.loads(row.value)) for row in session.execute(query))
     assert pushed == [(0, 10), (1, 20), (2, 30)]
     assert setup.rows("total") == {"return_value": 60}
+
+
+def test_a_runtime_task_mapped_over_a_literal_list_gets_its_own_item(setup: Setup) -> None:
+    _, outcomes = setup.run("mapped_literal")
+    assert outcomes == ["success"] * 4  # three map indexes of rt, total
+    with session_scope(setup.home.url) as session:
+        query = select(XCom.map_index, XCom.value).where(XCom.task_id == "rt")
+        pushed = sorted((row.map_index, json.loads(row.value)) for row in session.execute(query))
+    assert pushed == [(0, 1), (1, 2), (2, 3)]
+    assert setup.rows("total") == {"return_value": 6}

@@ -84,7 +84,7 @@ def details_at_start(ctx: TryContext) -> p.TaskDetails | None:
     xcoms: TryXComs = ctx.xcoms
     if xcoms.stale or _argument_refs(xcoms.arguments):
         return None
-    return ctx.details.model_copy(update={"arguments": xcoms.arguments})
+    return _with_arguments(ctx, xcoms.arguments)
 
 
 def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
@@ -93,10 +93,11 @@ def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
     The task waits for this reply before it does anything, so nothing it pushes can race the
     purge of an object at the same (deterministic) path.
     """
+    ready = details_at_start(ctx)
+    if ready is not None:
+        return ready
     xcoms: TryXComs = ctx.xcoms
     refs = list(dict.fromkeys(_argument_refs(xcoms.arguments)))
-    if not xcoms.stale and not refs:
-        return ctx.details.model_copy(update={"arguments": xcoms.arguments})
     failures: list[str] = []
     # One queue, in order: the load below is answered only after every purge is.
     calls = xcoms.purges or xcoms.calls
@@ -150,10 +151,14 @@ def _details(
     for ref, (items, mapped) in found.items():
         taken = [next(values) for _ in items]
         resolved[ref] = taken if mapped else (taken[0] if taken else None)
-    arguments = _substitute(ctx.xcoms.arguments, resolved)
+    return _with_arguments(ctx, _substitute(ctx.xcoms.arguments, resolved))
+
+
+def _with_arguments(ctx: TryContext, arguments: dict[str, Any]) -> p.TaskDetails:
+    """``TaskDetails`` with the task's arguments, each mapped one as this task instance's item."""
     if ctx.xcoms.mapped:
         lists = {name: items_of(name, arguments[name]) for name in ctx.xcoms.mapped}
-        arguments.update(arguments_at(lists, ctx.ti.map_index))
+        arguments = {**arguments, **arguments_at(lists, ctx.ti.map_index)}
     return ctx.details.model_copy(update={"arguments": arguments})
 
 
