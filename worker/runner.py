@@ -123,6 +123,11 @@ _SUCCEED = p.PreEncoded(p.SucceedTask())
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
+    global _try_given_up
+    # The SIGUSR2 sent just before can still be entering its handler: Python runs this handler
+    # at that one's first instruction, before it sets the flag. Its frame says so.
+    if frame is not None and frame.f_code is _on_given_up.__code__:
+        _try_given_up = True
     if _try_given_up:
         raise TaskTerminated("the task was stopped: its try no longer holds its task instance")
     raise TaskTerminated("the task was sent SIGTERM (timeout, or its try was stopped)")

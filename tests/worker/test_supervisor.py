@@ -640,6 +640,6 @@ def test_a_try_given_up_mid_request_runs_no_failure_callback_in_its_task(
 
     assert out(home, "asking") == ["yes"]
     # Whoever gave the try up answers for its callbacks (here a clear: nobody); never the task.
-    assert out(home, "failure_callback") == []
     log = try_log(home, run_pk, "asks_and_waits", 1)
+    assert out(home, "failure_callback") == [], log
     assert "its try no longer holds its task instance" in log

@@ -11,9 +11,11 @@ import inspect
 import json
 import logging
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ import pytest
 from broker_config import message_of
 from tests.state.harness import Home, tradewind_home
 from worker import process as process_module
+from worker import runner
 from worker.execute import execute
 from worker.logs import log_path
 from worker.runner import parameter_names
@@ -165,3 +168,31 @@ def test_a_task_process_recorded_before_its_exit_is_reaped_later(started: str) -
     assert process.exit_code == 0
     assert not Path(f"/proc/{process.pid}").exists()
     process_module.close_process_handles(process)
+
+
+def test_a_sigterm_landing_as_sigusr2_enters_its_handler_still_knows_the_try_was_given_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The supervisor sends SIGUSR2 then SIGTERM; Python can run the SIGTERM handler at the first
+    instruction of the SIGUSR2 one, before that sets its flag (seen: the failure callback ran)."""
+    monkeypatch.setattr(runner, "_try_given_up", False)
+    stopped: list[str] = []
+
+    def sigterm_at_entry(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is runner._on_given_up.__code__:
+            sys.settrace(None)
+            try:
+                runner._on_sigterm(signal.SIGTERM, frame)
+            except runner.TaskTerminated as stop:
+                stopped.append(str(stop))
+                raise
+
+    sys.settrace(sigterm_at_entry)
+    try:
+        with pytest.raises(runner.TaskTerminated):
+            runner._on_given_up(signal.SIGUSR2, None)
+    finally:
+        sys.settrace(None)
+
+    assert stopped == ["the task was stopped: its try no longer holds its task instance"]
+    assert runner._try_given_up  # so fail_then_call_back leaves the callbacks alone
