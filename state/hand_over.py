@@ -1,13 +1,15 @@
-"""A chain's next task takes the slot of the try it follows.
+"""A chain's next task takes the slot of the try it follows; else the run's next waiting try does.
 
 The rule and why it keeps every limit: docs/decisions/a-successor-takes-the-slot.md.
 
 What can be decided from a DAG's structure alone: the one successor a task's success hands its
 slot to (``single_successor``), and whether that success alone makes it ready
 (``follows_only``). Such a successor is queued by name, ``none -> queued``, without reading the
-run's rows first (``chosen_successor``). On PostgreSQL the try's end and that queuing are one
-statement (``end_and_queue``): the hop between two tasks of a chain pays one round trip to the
-database instead of five.
+run's rows first (``lone_successor``). A try with nothing downstream hands its slot to the first
+try of its run waiting for one in the same pool (``first_waiting``), so a run larger than its pool
+goes on at the workers' pace, not one pool's worth per scheduler loop. On PostgreSQL the try's end
+and that queuing are one statement (``end_and_queue``): the hop between two tasks of a chain pays
+one round trip to the database instead of five.
 """
 
 from __future__ import annotations
@@ -16,33 +18,63 @@ import datetime as dt
 import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Dialect, Integer, Row, Select, bindparam, exists, func, literal, select, true
+from sqlalchemy import (
+    Dialect,
+    Integer,
+    Row,
+    Select,
+    bindparam,
+    exists,
+    func,
+    literal,
+    literal_column,
+    null,
+    select,
+    true,
+)
 from sqlalchemy.orm import Session
 
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE
+from state.enums import ACTIVE, DagRunState, TaskInstanceState
+from state.models import DAG_TABLE, POOL_TABLE, RUN_TABLE, TI_TABLE
 from state.readiness import decide
 from state.transitions import INCREMENT, Chosen, Fence, ti_move
-from state.values import TIKey
 
 TI = TaskInstanceState
-_TI, _RUN, _DAG = TI_TABLE, RUN_TABLE, DAG_TABLE
+_TI, _RUN, _DAG, _POOL = TI_TABLE, RUN_TABLE, DAG_TABLE, POOL_TABLE
+
+
+@dataclass(frozen=True)
+class SlotTaker:
+    """The task instance that takes an ended try's slot: chosen by a SELECT, moved from the
+    state it waits in (``none`` or ``scheduled``) to ``queued``."""
+
+    chosen: Chosen
+    waiting: TaskInstanceState
 
 
 def queued_values(now: dt.datetime) -> dict[str, Any]:
-    """What queuing writes besides the state: a new try, not yet claimed by anyone."""
+    """What queuing writes besides the state: a new try, not yet claimed by anyone.
+
+    The NULLs are written into the statement, not bound: composed with the move that ends a try
+    (``end_and_queue``), a bound ``next_retry_at`` would share its parameter with that end's.
+    """
     return {
         "try_number": INCREMENT,
         "queued_at": now,
-        "fence_token": None,
+        "fence_token": _NULL,
         # Not ``deliveries``: it counts across tries until a supervisor records an end.
         "queued_resends": 0,
-        "hostname": None,
-        "pid": None,
-        "next_retry_at": None,
+        "hostname": _NULL,
+        "pid": _NULL,
+        "next_retry_at": _NULL,
     }
+
+
+# One object: moves are cached by the identity of the expressions they write.
+_NULL = null()
 
 
 def single_successor(
@@ -83,30 +115,75 @@ def chosen_successor(dag_id: str, run_id: str, task_id: str) -> Chosen:
     return Chosen(_SUCCESSOR_BY_NAME, {"of_dag": dag_id, "of_run": run_id, "successor": task_id})
 
 
+def lone_successor(dag_id: str, run_id: str, task_id: str) -> SlotTaker:
+    """The one successor, by name, still ``none`` (see ``chosen_successor``)."""
+    return SlotTaker(chosen_successor(dag_id, run_id, task_id), TI.NONE)
+
+
+_FIRST, _COUNTED = _TI.alias("first"), _TI.alias("counted")
+
+
+# The run's first try waiting for a slot of this pool (the order the full pass queues in; found
+# through the partial index ``ix_task_instance_waiting``), unless the pool holds more than its
+# slots now allow (lowered since): then the slot is given back, and the pool shrinks as tries
+# end. Counted in the same snapshot as the end, the ended try still counts as active, as its
+# taker will. The DAG's ``max_active_tasks`` needs no count: a DAG whose limit changed is at
+# another version, and the end hands nothing over then (``end_and_queue``).
+# A scalar subquery: PostgreSQL evaluates it once. As the ``IN (…)`` list of the UPDATE it could
+# be run again for each row scanned, and ``FOR UPDATE`` skips a row this same statement moved, so
+# the next waiting try would be chosen (and queued) as well.
+_FIRST_WAITING_ID = (
+    select(_FIRST.c.id)
+    .where(
+        _FIRST.c.dag_id == bindparam("of_dag"),
+        _FIRST.c.run_id == bindparam("of_run"),
+        # Written out, not bound: the planner then knows it may use the partial index.
+        _FIRST.c.state == literal_column(f"'{TI.SCHEDULED.value}'"),
+        _FIRST.c.pool == bindparam("of_pool"),
+        select(func.count())
+        .where(_COUNTED.c.state.in_(sorted(ACTIVE)), _COUNTED.c.pool == bindparam("of_pool"))
+        .scalar_subquery()
+        <= select(_POOL.c.slots).where(_POOL.c.name == bindparam("of_pool")).scalar_subquery(),
+    )
+    .order_by(_FIRST.c.id)
+    .limit(1)
+    .with_for_update(skip_locked=True)
+    .scalar_subquery()
+)
+_FIRST_WAITING = select(_FIRST_WAITING_ID)
+
+
+def first_waiting(dag_id: str, run_id: str, pool: str) -> SlotTaker:
+    """The run's first try waiting in ``scheduled`` for a slot of ``pool`` (``_FIRST_WAITING``)."""
+    params = {"of_dag": dag_id, "of_run": run_id, "of_pool": pool}
+    return SlotTaker(Chosen(_FIRST_WAITING, params), TI.SCHEDULED)
+
+
 def end_and_queue(
     session: Session,
     fence: Fence,
-    end_values: Mapping[str, Any],
+    end: tuple[TaskInstanceState, Mapping[str, Any]],
     run_pk: int,
-    ti: TIKey,
-    successor: str,
+    taker: SlotTaker,
     version_hash: str,
     now: dt.datetime,
 ) -> tuple[bool, Sequence[Row[Any]]]:
-    """Record a try's success and queue its lone successor, in one statement (PostgreSQL).
+    """Record a try's end (its state and values) and queue the task instance that takes its
+    slot, in one statement (PostgreSQL).
 
-    Returns whether the end was recorded (False: the fence no longer holds), and the successor's
+    Returns whether the end was recorded (False: the fence no longer holds), and the taker's
     row as queued, if it was. Locks in the usual order: the ended task instance, the run (whose
-    pass this is: it waits for a scheduler holding it), the successor. Nothing is queued unless
-    the run is running at ``version_hash``, its DAG is at that version and not paused, the
-    successor is still ``none`` and no try of the run waits for a slot: then the end stands
-    alone and the caller runs the ordinary pass.
+    pass this is: it waits for a scheduler holding it), the taker. Nothing is queued unless
+    the run is running at ``version_hash``, its DAG is at that version and not paused, and the
+    taker still waits as chosen: then the end stands alone and the caller decides what follows.
     """
     ended = Chosen(_ENDED, {"ended_id": fence.ti_id})
-    move, params = ti_move(ended, [TI.RUNNING], TI.SUCCESS, end_values, fence)
-    queue, queue_params = ti_move(
-        chosen_successor(ti.dag_id, ti.run_id, successor), [TI.NONE], TI.QUEUED, queued_values(now)
-    )
+    end_state, end_values = end
+    move, params = ti_move(ended, [TI.RUNNING], end_state, end_values, fence)
+    queue, queue_params = ti_move(taker.chosen, [taker.waiting], TI.QUEUED, queued_values(now))
+    shared = params.keys() & queue_params.keys()
+    if shared:  # one would silently take the other's value
+        raise ValueError(f"the two moves share parameters: {sorted(shared)}")
     params.update(queue_params, run_pk=run_pk, version=version_hash)
     connection = session.connection()
     sql, constants = _driver_sql(move, queue, connection.dialect, tuple(sorted(params)))
@@ -120,7 +197,7 @@ def end_and_queue(
 _ENDED = select(bindparam("ended_id", type_=Integer))
 
 
-@functools.lru_cache(maxsize=16)  # one entry per engine's dialect in practice
+@functools.lru_cache(maxsize=32)  # per dialect: an entry per end state and kind of taker
 def _driver_sql(
     move: Any, queue: Any, dialect: Dialect, names: tuple[str, ...]
 ) -> tuple[str, dict[str, Any]]:

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -126,6 +127,17 @@ class TaskInstance(Base):
     __table_args__ = (
         UniqueConstraint("dag_id", "run_id", "task_id", "map_index"),
         Index("ix_task_instance_state", "state"),
+        # The tries waiting for a slot, per run and pool, in the order they are queued: an ended
+        # try hands its slot to the first (state/hand_over.py) without reading the run.
+        Index(
+            "ix_task_instance_waiting",
+            "dag_id",
+            "run_id",
+            "pool",
+            "id",
+            postgresql_where=text("state = 'scheduled'"),
+            sqlite_where=text("state = 'scheduled'"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

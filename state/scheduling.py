@@ -16,7 +16,13 @@ from sqlalchemy import Row, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from state.enums import FINISHED, DagRunState, TaskInstanceState
-from state.hand_over import chosen_successor, follows_only, queued_values, single_successor
+from state.hand_over import (
+    SlotTaker,
+    chosen_successor,
+    follows_only,
+    queued_values,
+    single_successor,
+)
 from state.mapping import expand_mapped
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, DagModel, DagRun, TaskInstance, utcnow
 from state.pools import may_start_run, room_to_queue
@@ -336,3 +342,21 @@ def _hand_over_slot(
         return []  # it waits for another upstream
     transition_tis(session, decisions.schedule, [TI.NONE], TI.SCHEDULED)
     return [Enqueue.of(ti) for ti in _queue(session, decisions.schedule, utcnow())]
+
+
+def take_slot(
+    session: Session, run_pk: int, taker: SlotTaker, version_hash: str, now: dt.datetime
+) -> list[Enqueue]:
+    """Queue ``taker`` in the slot of a try of run ``run_pk`` that is ending in this transaction;
+    the move ``state.hand_over.end_and_queue`` makes in its one statement on PostgreSQL, with
+    the same conditions: the run locked and running at ``version_hash``, its DAG at that version
+    and not paused."""
+    head = session.execute(_LOCK_RUN_HEAD, {"run_pk": run_pk}).first()
+    if head is None or head.state != DagRunState.RUNNING or head.is_paused:
+        return []
+    if head.version_hash != version_hash or head.dag_version != version_hash:
+        return []
+    queued = transition_tis_returning(
+        session, taker.chosen, [taker.waiting], TI.QUEUED, queued_values(now)
+    )
+    return [Enqueue.of(row) for row in queued]

@@ -10,9 +10,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from broker_config import TaskInstanceMessage
 from state.db import get_engine, session_scope, statement_scope
 from state.enums import TaskInstanceState
-from state.hand_over import end_and_queue
+from state.hand_over import end_and_queue, first_waiting, lone_successor
 from state.models import utcnow
-from state.scheduling import Enqueue, schedule_after_end, successor_to_hand_over
+from state.scheduling import Enqueue, schedule_after_end, successor_to_hand_over, take_slot
 from tradewind.exceptions import TaskNotFound
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
@@ -135,11 +135,16 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
     """The end, and with it (one transaction) a pass over the run if the task has downstream.
 
     The pass queues what the end made ready now, not at the next scheduler loop. A task with
-    nothing downstream leaves the run to the scheduler: re-reading a large run after each of
-    its independent tasks would cost O(N) every time. Locks are taken task instance first, then
-    the run: the scheduler's passes lock runs, but never the row of a running try.
+    nothing downstream does not pass over the run (re-reading a large run after each of its
+    independent tasks would cost O(N) every time): it hands its slot to the run's first try
+    waiting for one, if any, and leaves the rest to the scheduler. Locks are taken task instance
+    first, then the run: the scheduler's passes lock runs, but never the row of a running try.
     """
-    if claim.task_spec.get("downstream"):
+    if not claim.task_spec.get("downstream"):
+        passed_on = _end_and_pass_slot(url, claim, final)
+        if passed_on is not None:
+            return passed_on
+    else:
         handed_over = _end_and_hand_over(url, claim, final)
         if handed_over is not None:
             return handed_over
@@ -176,7 +181,13 @@ def _end_and_hand_over(url: str, claim: Claim, final: Final) -> tuple[bool, list
     try:
         with statement_scope(url) as session:
             recorded, rows = end_and_queue(
-                session, claim.fence, values, claim.run_pk, ti, successor, claim.version_hash, now
+                session,
+                claim.fence,
+                (TaskInstanceState.SUCCESS, values),
+                claim.run_pk,
+                lone_successor(ti.dag_id, ti.run_id, successor),
+                claim.version_hash,
+                now,
             )
     except SQLAlchemyError:
         log.exception("the end of %s with its successor failed; recording it alone", ti)
@@ -191,3 +202,33 @@ def _end_and_hand_over(url: str, claim: Claim, final: Final) -> tuple[bool, list
     except SQLAlchemyError:
         log.exception("scheduling downstream of %s failed; the scheduler will do it", ti)
         return True, []
+
+
+def _end_and_pass_slot(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]] | None:
+    """The end of a try with nothing downstream, and its slot handed to the first try of its run
+    waiting for one in the same pool (``state.hand_over.first_waiting``), in one transaction; on
+    PostgreSQL in one statement. None when that failed before anything was written: the usual
+    end follows."""
+    if claim.version_hash is None:
+        return None
+    ti = claim.ti
+    taker = first_waiting(ti.dag_id, ti.run_id, claim.pool)
+    now = utcnow()
+    end = (final.state, end_values(claim, final, now))
+    try:
+        if get_engine(url).dialect.name == "postgresql":
+            with statement_scope(url) as session:
+                recorded, rows = end_and_queue(
+                    session, claim.fence, end, claim.run_pk, taker, claim.version_hash, now
+                )
+            return recorded, [Enqueue.of(row) for row in rows]
+        with session_scope(url) as session:
+            # The taker first: the ended try still counts as active, as in the one statement.
+            queued = take_slot(session, claim.run_pk, taker, claim.version_hash, now)
+            if not record_final(session, claim, final):
+                session.rollback()
+                return False, []
+            return True, queued
+    except SQLAlchemyError:
+        log.exception("the end of %s handing its slot over failed; recording it alone", ti)
+        return None
