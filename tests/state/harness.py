@@ -142,6 +142,16 @@ class StatementCounter:
         event.remove(self.engine, "before_cursor_execute", self._count)
 
 
+@contextmanager
+def counting_statements(url: str) -> Iterator[StatementCounter]:
+    """A ``StatementCounter`` on ``url`` for the ``with`` block."""
+    counter = StatementCounter(url)
+    try:
+        yield counter
+    finally:
+        counter.close()
+
+
 # Chains, a fork, an alert on failure, and runs sharing the one slot of pool "solo": the DAGs of
 # the tests of a try's end and the pass that follows it.
 HAND_OVER_DAGS = """

@@ -17,7 +17,7 @@ from state.enums import TaskInstanceState
 from state.pools import set_pool
 from state.scheduling import dag_structure
 from state.transitions import transition_tis
-from tests.state.harness import HAND_OVER_DAGS, Home, StatementCounter, tradewind_home
+from tests.state.harness import HAND_OVER_DAGS, Home, counting_statements, tradewind_home
 from worker.claim import Claim, Final, claim_try
 from worker.execute import _end_try
 
@@ -48,11 +48,8 @@ def claim_first(home: Home, dag_id: str) -> tuple[int, Claim]:
 
 def test_a_chain_hop_is_one_statement(home: Home) -> None:
     run_pk, claim = claim_first(home, "chain")
-    counter = StatementCounter(home.url)
-    try:
+    with counting_statements(home.url) as counter:
         recorded, ready = _end_try(home.url, claim, Final(TI.SUCCESS))
-    finally:
-        counter.close()
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     assert len(counter.statements) == 1
     assert home.states(run_pk) == {"a": TI.SUCCESS, "b": TI.QUEUED, "c": TI.NONE}

@@ -18,7 +18,7 @@ from state.db import session_scope, statement_scope
 from state.enums import TaskInstanceState
 from state.pools import set_pool
 from state.transitions import transition_tis
-from tests.state.harness import Home, StatementCounter, tradewind_home
+from tests.state.harness import Home, counting_statements, tradewind_home
 from worker.claim import Claim, Final, claim_try
 from worker.execute import _end_try
 
@@ -67,11 +67,8 @@ def claim_first(home: Home) -> tuple[int, Claim]:
 def test_the_first_try_waiting_in_the_pool_takes_the_slot(fan: Home) -> None:
     run_pk, claim = claim_first(fan)
     assert fan.states(run_pk)["b"] == fan.states(run_pk)["c"] == TI.SCHEDULED
-    counter = StatementCounter(fan.url)
-    try:
+    with counting_statements(fan.url) as counter:
         recorded, ready = _end_try(fan.url, claim, Final(TI.SUCCESS))
-    finally:
-        counter.close()
 
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     states = fan.states(run_pk)
