@@ -132,31 +132,50 @@ _FIRST, _COUNTED = _TI.alias("first"), _TI.alias("counted")
 # A scalar subquery: PostgreSQL evaluates it once. As the ``IN (…)`` list of the UPDATE it could
 # be run again for each row scanned, and ``FOR UPDATE`` skips a row this same statement moved, so
 # the next waiting try would be chosen (and queued) as well.
-_FIRST_WAITING_ID = (
-    select(_FIRST.c.id)
-    .where(
-        _FIRST.c.dag_id == bindparam("of_dag"),
-        _FIRST.c.run_id == bindparam("of_run"),
-        # Written out, not bound: the planner then knows it may use the partial index.
-        _FIRST.c.state == literal_column(f"'{TI.SCHEDULED.value}'"),
-        _FIRST.c.pool == bindparam("of_pool"),
-        select(func.count())
-        .where(_COUNTED.c.state.in_(sorted(ACTIVE)), _COUNTED.c.pool == bindparam("of_pool"))
+def _first_waiting(*conditions: Any) -> Select[Any]:
+    first_id = (
+        select(_FIRST.c.id)
+        .where(
+            _FIRST.c.dag_id == bindparam("of_dag"),
+            _FIRST.c.run_id == bindparam("of_run"),
+            # Written out, not bound: the planner then knows it may use the partial index.
+            _FIRST.c.state == literal_column(f"'{TI.SCHEDULED.value}'"),
+            _FIRST.c.pool == bindparam("of_pool"),
+            *conditions,
+            select(func.count())
+            .where(_COUNTED.c.state.in_(sorted(ACTIVE)), _COUNTED.c.pool == bindparam("of_pool"))
+            .scalar_subquery()
+            <= select(_POOL.c.slots).where(_POOL.c.name == bindparam("of_pool")).scalar_subquery(),
+        )
+        .order_by(_FIRST.c.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
         .scalar_subquery()
-        <= select(_POOL.c.slots).where(_POOL.c.name == bindparam("of_pool")).scalar_subquery(),
     )
-    .order_by(_FIRST.c.id)
-    .limit(1)
-    .with_for_update(skip_locked=True)
-    .scalar_subquery()
-)
-_FIRST_WAITING = select(_FIRST_WAITING_ID)
+    return select(first_id)
 
 
-def first_waiting(dag_id: str, run_id: str, pool: str) -> SlotTaker:
-    """The run's first try waiting in ``scheduled`` for a slot of ``pool`` (``_FIRST_WAITING``)."""
+_FIRST_WAITING = _first_waiting()
+_FIRST_WAITING_SIBLING = _first_waiting(_FIRST.c.task_id == bindparam("of_task"))
+
+
+def first_waiting(dag_id: str, run_id: str, pool: str, task_id: str | None = None) -> SlotTaker:
+    """The run's first try waiting in ``scheduled`` for a slot of ``pool``; with ``task_id``,
+    the first of that task's map indexes."""
     params = {"of_dag": dag_id, "of_run": run_id, "of_pool": pool}
-    return SlotTaker(Chosen(_FIRST_WAITING, params), TI.SCHEDULED)
+    if task_id is None:
+        return SlotTaker(Chosen(_FIRST_WAITING, params), TI.SCHEDULED)
+    return SlotTaker(Chosen(_FIRST_WAITING_SIBLING, {**params, "of_task": task_id}), TI.SCHEDULED)
+
+
+def waits_for_every_map_index(tasks: Mapping[str, Any], ended: str) -> bool:
+    """Whether no downstream task of mapped task ``ended`` can be made ready by the success of
+    one of its map indexes while another is unfinished (what each one's trigger rule decides)."""
+    if not tasks[ended].get("mapping"):
+        return False
+    one_of_two = Counter({TI.SUCCESS: 1})
+    rules = [tasks[name]["trigger_rule"] for name in tasks[ended].get("downstream", [])]
+    return all(decide(rule, one_of_two, 2) is None for rule in rules)
 
 
 def end_and_queue(

@@ -10,9 +10,21 @@ from sqlalchemy.exc import SQLAlchemyError
 from broker_config import TaskInstanceMessage
 from state.db import get_engine, session_scope, statement_scope
 from state.enums import TaskInstanceState
-from state.hand_over import end_and_queue, first_waiting, lone_successor
+from state.hand_over import (
+    SlotTaker,
+    end_and_queue,
+    first_waiting,
+    lone_successor,
+    waits_for_every_map_index,
+)
 from state.models import utcnow
-from state.scheduling import Enqueue, schedule_after_end, successor_to_hand_over, take_slot
+from state.scheduling import (
+    Enqueue,
+    cached_structure,
+    schedule_after_end,
+    successor_to_hand_over,
+    take_slot,
+)
 from tradewind.exceptions import TaskNotFound
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
@@ -137,14 +149,23 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
     The pass queues what the end made ready now, not at the next scheduler loop. A task with
     nothing downstream does not pass over the run (re-reading a large run after each of its
     independent tasks would cost O(N) every time): it hands its slot to the run's first try
-    waiting for one, if any, and leaves the rest to the scheduler. Locks are taken task instance
-    first, then the run: the scheduler's passes lock runs, but never the row of a running try.
+    waiting for one, if any, and leaves the rest to the scheduler. So does a map index whose
+    downstream waits for every map index, while another of them waits for a slot (it takes this
+    one). Locks are taken task instance first, then the run: the scheduler's passes lock runs,
+    but never the row of a running try.
     """
     if not claim.task_spec.get("downstream"):
-        passed_on = _end_and_pass_slot(url, claim, final)
+        passed_on = _end_and_pass_slot(url, claim, final, first_waiting(*_run_and_pool(claim)))
         if passed_on is not None:
             return passed_on
     else:
+        if final.state == TaskInstanceState.SUCCESS and _downstream_waits_for_all(claim):
+            sibling = first_waiting(*_run_and_pool(claim), task_id=claim.ti.task_id)
+            passed_on = _end_and_pass_slot(url, claim, final, sibling)
+            if passed_on is not None and (not passed_on[0] or passed_on[1]):
+                return passed_on  # lost; or a map index took the slot: nothing else is ready
+            if passed_on is not None:  # recorded, and none waits: perhaps the last one
+                return True, _pass_after_end(url, claim)
         handed_over = _end_and_hand_over(url, claim, final)
         if handed_over is not None:
             return handed_over
@@ -196,23 +217,43 @@ def _end_and_hand_over(url: str, claim: Claim, final: Final) -> tuple[bool, list
         return recorded, [Enqueue.of(row) for row in rows]
     # Recorded, and the successor could not take the slot: the usual pass decides (the
     # scheduler's loop would, otherwise).
+    return True, _pass_after_end(url, claim)
+
+
+def _pass_after_end(url: str, claim: Claim) -> list[Enqueue]:
+    """The pass over the run after a success recorded on its own (a transaction of its own)."""
     try:
         with session_scope(url) as session:
-            return True, schedule_after_end(session, claim.run_pk, ti.task_id, claim.pool, True)
+            return schedule_after_end(session, claim.run_pk, claim.ti.task_id, claim.pool, True)
     except SQLAlchemyError:
-        log.exception("scheduling downstream of %s failed; the scheduler will do it", ti)
-        return True, []
+        log.exception("scheduling downstream of %s failed; the scheduler will do it", claim.ti)
+        return []
 
 
-def _end_and_pass_slot(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]] | None:
-    """The end of a try with nothing downstream, and its slot handed to the first try of its run
-    waiting for one in the same pool (``state.hand_over.first_waiting``), in one transaction; on
-    PostgreSQL in one statement. None when that failed before anything was written: the usual
-    end follows."""
+def _run_and_pool(claim: Claim) -> tuple[str, str, str]:
+    return claim.ti.dag_id, claim.ti.run_id, claim.pool
+
+
+def _downstream_waits_for_all(claim: Claim) -> bool:
+    """A map index whose downstream waits for every map index (``waits_for_every_map_index``),
+    as the DAG's structure this process read says; False when it has not read it yet."""
+    if claim.version_hash is None:
+        return False
+    dag_model = cached_structure(claim.ti.dag_id, claim.version_hash)
+    if dag_model is None:
+        return False
+    return waits_for_every_map_index(dag_model.structure["tasks"], claim.ti.task_id)
+
+
+def _end_and_pass_slot(
+    url: str, claim: Claim, final: Final, taker: SlotTaker
+) -> tuple[bool, list[Enqueue]] | None:
+    """The end of a try, and its slot handed to ``taker`` (a try of its run waiting for one in
+    the same pool: ``state.hand_over.first_waiting``), in one transaction; on PostgreSQL in one
+    statement. None when that failed before anything was written: the usual end follows."""
     if claim.version_hash is None:
         return None
     ti = claim.ti
-    taker = first_waiting(ti.dag_id, ti.run_id, claim.pool)
     now = utcnow()
     end = (final.state, end_values(claim, final, now))
     try:

@@ -16,7 +16,9 @@ import pytest
 from broker_config import message_of
 from state.db import session_scope, statement_scope
 from state.enums import TaskInstanceState
+from state.models import XCom
 from state.pools import set_pool
+from state.scheduling import Enqueue
 from state.transitions import transition_tis
 from tests.state.harness import Home, counting_statements, tradewind_home
 from worker.claim import Claim, Final, claim_try
@@ -135,3 +137,81 @@ def test_a_paused_dag_hands_nothing_over(fan: Home) -> None:
 
     assert recorded and ready == []
     assert fan.states(run_pk)["b"] == TI.SCHEDULED
+
+
+# A map over three items in the one slot of "solo", then a reduce over all of them.
+MAPPED_DAG = """
+from tradewind import DAG, task
+
+@task
+def items():
+    return [1, 2, 3]
+
+@task(pool="solo")
+def double(x):
+    return 2 * x
+
+@task
+def total(values):
+    return sum(values)
+
+with DAG("mapped"):
+    total(double.expand(x=items()))
+"""
+
+
+@pytest.fixture
+def mapped(fan: Home) -> Home:
+    fan.write_dag(MAPPED_DAG, name="mapped.py")
+    assert fan.sync().import_errors == {}
+    return fan
+
+
+def run_try(home: Home, enqueue: Enqueue, final: Final) -> list[Enqueue]:
+    """Claim ``enqueue``'s try and end it as its supervisor does; what the end queued.
+
+    ``items`` pushes its list first (its return value: what ``double`` is expanded over).
+    """
+    with statement_scope(home.url) as session:
+        claim = claim_try(session, message_of(enqueue))
+    assert isinstance(claim, Claim)
+    if enqueue.task_id == "items":
+        with session_scope(home.url) as session:
+            ids = {"dag_id": "mapped", "run_id": enqueue.run_id, "task_id": "items"}
+            session.add(XCom(**ids, map_index=-1, key="return_value", value="[1, 2, 3]"))
+    recorded, ready = _end_try(home.url, claim, final)
+    assert recorded
+    return ready
+
+
+def test_a_map_index_hands_its_slot_to_the_next_and_the_last_one_queues_the_reduce(
+    mapped: Home,
+) -> None:
+    run_pk = mapped.trigger("mapped")
+    [items] = mapped.schedule(run_pk)
+    [first] = run_try(mapped, items, Final(TI.SUCCESS))  # expands double: one slot, one queued
+    assert (first.task_id, first.map_index) == ("double", 0)
+    assert mapped.schedule(run_pk) == []  # the scheduler's loop: the others wait for the slot
+
+    with counting_statements(mapped.url) as counter:
+        [second] = run_try(mapped, first, Final(TI.SUCCESS))
+    assert (second.task_id, second.map_index) == ("double", 1)
+    if mapped.url.startswith("postgresql"):  # the claim, then the end with the hand-over
+        assert len(counter.statements) == 2
+    assert mapped.states(run_pk)["total"] == TI.NONE
+
+    [third] = run_try(mapped, second, Final(TI.SUCCESS))
+    assert (third.task_id, third.map_index) == ("double", 2)
+    [reduce] = run_try(mapped, third, Final(TI.SUCCESS))  # none waits: the pass runs
+    assert reduce.task_id == "total"
+
+
+def test_a_failed_map_index_takes_the_full_pass(mapped: Home) -> None:
+    run_pk = mapped.trigger("mapped")
+    [items] = mapped.schedule(run_pk)
+    [first] = run_try(mapped, items, Final(TI.SUCCESS))
+
+    ready = run_try(mapped, first, Final(TI.FAILED, "boom"))
+
+    assert mapped.states(run_pk)["total"] == TI.UPSTREAM_FAILED  # decided at once, as before
+    assert [(enqueue.task_id, enqueue.map_index) for enqueue in ready] == [("double", 1)]
