@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -112,6 +113,19 @@ def spares_of(pid: int) -> list[int]:
     return [int(child) for child in listed.split()]
 
 
+def the_one_spare() -> int:
+    """The server's one child once it stays alone: the last task process, exiting, has gone."""
+    deadline = time.monotonic() + 20
+    before: list[int] = []
+    while time.monotonic() < deadline:
+        now = spares_of(server().pid)
+        if len(now) == 1 and now == before:
+            return now[0]
+        before = now
+        time.sleep(0.3)
+    raise AssertionError(f"the fork server's children never settled to one spare: {before}")
+
+
 def test_the_tasks_run_in_processes_the_fork_server_forked(home: Home) -> None:
     run_pk, pending = start(home, "parentage")
 
@@ -152,8 +166,7 @@ def test_a_fork_server_killed_between_tries_is_started_again(home: Home) -> None
 def test_a_spare_task_process_killed_while_it_waits_is_replaced(home: Home) -> None:
     run_pk, pending = start(home, "parentage")
     assert run_tries(home, run_pk, pending) == ["success", "success"]
-    assert wait_until(lambda: len(spares_of(server().pid)) == 1)
-    [spare] = spares_of(server().pid)
+    spare = the_one_spare()
     os.kill(spare, signal.SIGKILL)
     assert wait_until(lambda: pid_gone(spare))
 
