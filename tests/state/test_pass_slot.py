@@ -8,7 +8,9 @@ workers). Tries are claimed and ended with the supervisor's own functions (``wor
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -215,3 +217,37 @@ def test_a_failed_map_index_takes_the_full_pass(mapped: Home) -> None:
 
     assert mapped.states(run_pk)["total"] == TI.UPSTREAM_FAILED  # decided at once, as before
     assert [(enqueue.task_id, enqueue.map_index) for enqueue in ready] == [("double", 1)]
+
+
+@pytest.mark.integration
+def test_ends_at_once_never_queue_a_try_twice_nor_pass_the_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    """Two supervisors end their tries of one run at the same moment, on PostgreSQL."""
+    with tradewind_home(tmp_path, monkeypatch, database_url=pg_url) as home:
+        with session_scope(home.url) as session:
+            set_pool(session, "solo", 2)
+        home.write_dag(FAN_DAG.replace('("a", "b", "c")', '("a", "b", "c", "d", "e")'))
+        assert home.sync().import_errors == {}
+        run_pk = home.trigger("fan")
+        queued = [e for e in home.schedule(run_pk) if e.task_id != "elsewhere"]
+        with statement_scope(home.url) as session:
+            claims = [claim_try(session, message_of(enqueue)) for enqueue in queued]
+        assert [claim.ti.task_id for claim in claims if isinstance(claim, Claim)] == ["a", "b"]
+        start = threading.Barrier(2)
+
+        def end(claim: Claim | str) -> list[Enqueue]:
+            assert isinstance(claim, Claim)
+            start.wait()
+            recorded, ready = _end_try(home.url, claim, Final(TI.SUCCESS))
+            assert recorded
+            return ready
+
+        with ThreadPoolExecutor(2) as pool:
+            taken = [e.task_id for ready in pool.map(end, claims) for e in ready]
+
+        states = home.states(run_pk)
+        assert len(taken) == len(set(taken)) and set(taken) <= {"c", "d", "e"}
+        assert sorted(t for t in "cde" if states[t] == TI.QUEUED) == sorted(taken)
+        assert sum(states[t] in (TI.QUEUED, TI.RUNNING) for t in "abcde") <= 2
+        assert all(home.ti(run_pk, t).try_number <= 1 for t in "cde")
