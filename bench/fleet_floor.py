@@ -44,7 +44,7 @@ from fleet_throughput import (  # noqa: E402
     worker_argv,
 )
 
-LEVELS = ("sql", "fork", "authoring", "worker", "worker+reply")
+LEVELS = ("sql", "fork", "authoring", "authoring+reply", "worker", "worker+reply")
 TARGET = 0.4
 
 

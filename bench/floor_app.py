@@ -3,15 +3,17 @@ else (``bench/fleet_floor.py`` drives it).
 
 Per message: claim the try in PostgreSQL (a compare-and-set ``UPDATE``), start a process for it
 and wait for its end, record the end (a fenced ``UPDATE``). ``FLOOR_STEPS`` says how the process
-is started and what it does; each level adds one thing to the one before:
+is started and what it does; each level adds to the ones before it:
 
 - ``sql``: no process at all (the two statements only);
 - ``fork``: a bare interpreter serving as fork server forks a child that exits at once;
 - ``authoring``: the fork server has imported ``tradewind`` and the DAG file (as any fork server
   must, so that a task does not import them per try);
-- ``worker``: it has imported what Tradewind's own fork server imports (the protocol, the runner);
-- ``worker+reply``: the child also sends one frame on a socket and waits for the reply, and the
-  pool process writes the try's log file in a directory of its own (DESIGN.md §7's layout).
+- ``authoring+reply``: the child also sends one frame on a socket and waits for the reply, and the
+  pool process writes the try's log file in a directory of its own (DESIGN.md §7's layout);
+- ``worker``: the fork server has imported what Tradewind's own fork server imports (the
+  protocol, the runner), the child exiting at once;
+- ``worker+reply``: both.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import sys
 
 channel = socket.socket(fileno=int(sys.argv[1]))
 steps = sys.argv[2]
-if steps == "authoring":
+if steps.startswith("authoring"):
     import tradewind  # noqa: F401  (what every DAG file imports)
 elif steps.startswith("worker"):
     import worker.fork_server_main  # noqa: F401  (what Tradewind's fork server imports)
