@@ -26,6 +26,8 @@ from sqlalchemy import (
     Integer,
     Row,
     Select,
+    String,
+    any_,
     bindparam,
     exists,
     func,
@@ -35,6 +37,7 @@ from sqlalchemy import (
     select,
     true,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from state.enums import ACTIVE, DagRunState, TaskInstanceState
@@ -156,26 +159,46 @@ def _first_waiting(*conditions: Any) -> Select[Any]:
 
 
 _FIRST_WAITING = _first_waiting()
-_FIRST_WAITING_SIBLING = _first_waiting(_FIRST.c.task_id == bindparam("of_task"))
+# Among named tasks: a list on SQLite; one array on PostgreSQL, whose statement is compiled once
+# (``end_and_queue``) and so cannot expand a list.
+_FIRST_WAITING_AMONG = _first_waiting(_FIRST.c.task_id.in_(bindparam("of_tasks", expanding=True)))
+_FIRST_WAITING_AMONG_ARRAY = _first_waiting(
+    _FIRST.c.task_id == any_(bindparam("of_tasks", type_=ARRAY(String)))
+)
 
 
-def first_waiting(dag_id: str, run_id: str, pool: str, task_id: str | None = None) -> SlotTaker:
-    """The run's first try waiting in ``scheduled`` for a slot of ``pool``; with ``task_id``,
-    the first of that task's map indexes."""
-    params = {"of_dag": dag_id, "of_run": run_id, "of_pool": pool}
-    if task_id is None:
+def first_waiting(
+    dag_id: str,
+    run_id: str,
+    pool: str,
+    among: Sequence[str] | None = None,
+    postgresql: bool = False,
+) -> SlotTaker:
+    """The run's first try waiting in ``scheduled`` for a slot of ``pool``; with ``among``, the
+    first of a try of one of those tasks (``postgresql``: the form ``end_and_queue`` takes)."""
+    params: dict[str, Any] = {"of_dag": dag_id, "of_run": run_id, "of_pool": pool}
+    if among is None:
         return SlotTaker(Chosen(_FIRST_WAITING, params), TI.SCHEDULED)
-    return SlotTaker(Chosen(_FIRST_WAITING_SIBLING, {**params, "of_task": task_id}), TI.SCHEDULED)
+    chosen = _FIRST_WAITING_AMONG_ARRAY if postgresql else _FIRST_WAITING_AMONG
+    return SlotTaker(Chosen(chosen, {**params, "of_tasks": list(among)}), TI.SCHEDULED)
 
 
-def waits_for_every_map_index(tasks: Mapping[str, Any], ended: str) -> bool:
-    """Whether no downstream task of mapped task ``ended`` can be made ready by the success of
-    one of its map indexes while another is unfinished (what each one's trigger rule decides)."""
-    if not tasks[ended].get("mapping"):
-        return False
+def holding_back(tasks: Mapping[str, Any], ended: str) -> list[str] | None:
+    """The tasks an unfinished try of which keeps every downstream task of ``ended`` waiting,
+    whatever else succeeds: the upstreams they all share. None when the success of one try of
+    ``ended`` could alone make one of them ready (what each one's trigger rule decides: here,
+    one success among two upstream tries, the other unfinished, leaves all four rules waiting).
+    """
+    downstream = tasks[ended].get("downstream", [])
     one_of_two = Counter({TI.SUCCESS: 1})
-    rules = [tasks[name]["trigger_rule"] for name in tasks[ended].get("downstream", [])]
-    return all(decide(rule, one_of_two, 2) is None for rule in rules)
+    if not downstream or any(
+        decide(tasks[name]["trigger_rule"], one_of_two, 2) is not None for name in downstream
+    ):
+        return None
+    shared = set.intersection(*(set(tasks[name]["upstream"]) for name in downstream))
+    if shared == {ended} and not tasks[ended].get("mapping"):
+        return None  # its one try is the one that ended: nothing else can hold them back
+    return sorted(shared)
 
 
 def end_and_queue(

@@ -20,6 +20,7 @@ from state.hand_over import (
     SlotTaker,
     chosen_successor,
     follows_only,
+    holding_back,
     queued_values,
     single_successor,
 )
@@ -247,6 +248,25 @@ def successor_to_hand_over(dag_id: str, version_hash: str, ended: str, pool: str
     if single is None or not follows_only(tasks, single[1], ended):
         return None
     return single[0]
+
+
+def holding_back_of(dag_id: str, version_hash: str, ended: str) -> list[str] | None:
+    """``state.hand_over.holding_back`` for task ``ended`` of the DAG at ``version_hash``; None
+    also when this process has not read that structure yet. Kept per set of downstream tasks:
+    the 2,000 upstreams of a join share one answer."""
+    dag_model = cached_structure(dag_id, version_hash)
+    if dag_model is None:
+        return None
+    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    key = (dag_id, version_hash, tuple(tasks[ended].get("downstream", [])))
+    if key not in _HOLDING_BACK:
+        if len(_HOLDING_BACK) >= 256:
+            _HOLDING_BACK.clear()
+        _HOLDING_BACK[key] = holding_back(tasks, ended)
+    return _HOLDING_BACK[key]
+
+
+_HOLDING_BACK: dict[tuple[str, str, tuple[str, ...]], list[str] | None] = {}
 
 
 def schedule_after_end(

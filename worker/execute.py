@@ -15,12 +15,11 @@ from state.hand_over import (
     end_and_queue,
     first_waiting,
     lone_successor,
-    waits_for_every_map_index,
 )
 from state.models import utcnow
 from state.scheduling import (
     Enqueue,
-    cached_structure,
+    holding_back_of,
     schedule_after_end,
     successor_to_hand_over,
     take_slot,
@@ -149,26 +148,29 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
     The pass queues what the end made ready now, not at the next scheduler loop. A task with
     nothing downstream does not pass over the run (re-reading a large run after each of its
     independent tasks would cost O(N) every time): it hands its slot to the run's first try
-    waiting for one, if any, and leaves the rest to the scheduler. So does a map index whose
-    downstream waits for every map index, while another of them waits for a slot (it takes this
-    one). Locks are taken task instance first, then the run: the scheduler's passes lock runs,
-    but never the row of a running try.
+    waiting for one, if any, and leaves the rest to the scheduler. So does a success whose
+    downstream waits for all its upstreams, when a try of one of those upstreams waits for a slot
+    (a map index of the same task, another task joined with it): that try takes this one, and
+    nothing downstream can be ready meanwhile. Locks are taken task instance first, then the run:
+    the scheduler's passes lock runs, but never the row of a running try.
     """
     if not claim.task_spec.get("downstream"):
         passed_on = _end_and_pass_slot(url, claim, final, first_waiting(*_run_and_pool(claim)))
         if passed_on is not None:
             return passed_on
     else:
-        if final.state == TaskInstanceState.SUCCESS and _downstream_waits_for_all(claim):
-            sibling = first_waiting(*_run_and_pool(claim), task_id=claim.ti.task_id)
-            passed_on = _end_and_pass_slot(url, claim, final, sibling)
-            if passed_on is not None and (not passed_on[0] or passed_on[1]):
-                return passed_on  # lost; or a map index took the slot: nothing else is ready
-            if passed_on is not None:  # recorded, and none waits: perhaps the last one
-                return True, _pass_after_end(url, claim)
-        handed_over = _end_and_hand_over(url, claim, final)
+        handed_over = _end_and_hand_over(url, claim, final)  # a chain's lone successor
         if handed_over is not None:
             return handed_over
+        among = _holding_back(claim) if final.state == TaskInstanceState.SUCCESS else None
+        if among:
+            postgresql = get_engine(url).dialect.name == "postgresql"
+            taker = first_waiting(*_run_and_pool(claim), among=among, postgresql=postgresql)
+            passed_on = _end_and_pass_slot(url, claim, final, taker)
+            if passed_on is not None and (not passed_on[0] or passed_on[1]):
+                return passed_on  # lost; or a try holding the downstream back took the slot
+            if passed_on is not None:  # recorded, and none waits: perhaps the last one
+                return True, _pass_after_end(url, claim)
         try:
             with session_scope(url) as session:
                 if not record_final(session, claim, final):
@@ -234,15 +236,12 @@ def _run_and_pool(claim: Claim) -> tuple[str, str, str]:
     return claim.ti.dag_id, claim.ti.run_id, claim.pool
 
 
-def _downstream_waits_for_all(claim: Claim) -> bool:
-    """A map index whose downstream waits for every map index (``waits_for_every_map_index``),
-    as the DAG's structure this process read says; False when it has not read it yet."""
+def _holding_back(claim: Claim) -> list[str] | None:
+    """The tasks whose unfinished tries keep everything downstream of the claim's task waiting
+    (``state.hand_over.holding_back``), as the DAG's structure this process read says."""
     if claim.version_hash is None:
-        return False
-    dag_model = cached_structure(claim.ti.dag_id, claim.version_hash)
-    if dag_model is None:
-        return False
-    return waits_for_every_map_index(dag_model.structure["tasks"], claim.ti.task_id)
+        return None
+    return holding_back_of(claim.ti.dag_id, claim.version_hash, claim.ti.task_id)
 
 
 def _end_and_pass_slot(

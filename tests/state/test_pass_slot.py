@@ -251,3 +251,41 @@ def test_ends_at_once_never_queue_a_try_twice_nor_pass_the_pool(
         assert sorted(t for t in "cde" if states[t] == TI.QUEUED) == sorted(taken)
         assert sum(states[t] in (TI.QUEUED, TI.RUNNING) for t in "abcde") <= 2
         assert all(home.ti(run_pk, t).try_number <= 1 for t in "cde")
+
+
+# Three tasks in the one slot of "solo", joined by a fourth.
+JOINED_DAG = """
+from tradewind import DAG, task
+
+@task(pool="solo")
+def part():
+    pass
+
+@task
+def join():
+    pass
+
+with DAG("joined"):
+    joined = join()
+    for name in ("p0", "p1", "p2"):
+        part.override(task_id=name)() >> joined
+"""
+
+
+def test_a_task_joined_with_others_hands_its_slot_to_the_next_of_them(fan: Home) -> None:
+    fan.write_dag(JOINED_DAG, name="joined.py")
+    assert fan.sync().import_errors == {}
+    run_pk = fan.trigger("joined")
+    [p0] = fan.schedule(run_pk)  # one slot: p1 and p2 wait for it
+
+    with counting_statements(fan.url) as counter:
+        [p1] = run_try(fan, p0, Final(TI.SUCCESS))
+    assert p1.task_id == "p1"
+    if fan.url.startswith("postgresql"):  # the claim, then the end with the hand-over
+        assert len(counter.statements) == 2
+    assert fan.states(run_pk)["join"] == TI.NONE
+
+    [p2] = run_try(fan, p1, Final(TI.SUCCESS))
+    assert p2.task_id == "p2"
+    [join] = run_try(fan, p2, Final(TI.SUCCESS))  # none waits: the pass runs
+    assert join.task_id == "join"
