@@ -19,10 +19,8 @@ import shutil
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-import psycopg
 import redis
 from sqlalchemy import func, select
 
@@ -30,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fleet_throughput import PG_SERVER, fleet_env, start_fleet, stop, wait_ready  # noqa: E402
+from fleet_throughput import bench_database, fleet_env, running_fleet  # noqa: E402
 
-from state.db import get_engine, session_scope  # noqa: E402
+from state.db import session_scope  # noqa: E402
 from state.models import DagRun, TaskInstance  # noqa: E402
 from state.runs import create_run  # noqa: E402
 
@@ -75,29 +73,18 @@ def noop(x=None):
 
 def run_shape(shape: str, n: int, broker: str, workdir: Path) -> float:
     """N task instances of ``shape`` through a fresh fleet; per second, trigger to last end."""
-    name = f"tw_fan_in_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = f"{PG_SERVER}/{name}"
     folder = workdir / shape
     dags = folder / "dags"
     dags.mkdir(parents=True)
     (dags / "shape.py").write_text(HEADER.format(n=n) + SHAPES[shape])
     redis.Redis.from_url(broker).flushdb()
-    env = fleet_env(url, broker, dags, folder / "home")
-    worker, scheduler = start_fleet(url, dags, env, folder)
-    try:
-        wait_ready(folder / "worker.log")
-        started = time.time()
-        with session_scope(url) as session:
-            create_run(session, "shape", run_id="bench")
-        return n / (_last_end(url) - started)
-    finally:
-        stop(scheduler)
-        stop(worker)
-        get_engine(url).dispose()
-        with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with bench_database("tw_fan_in_") as url:
+        env = fleet_env(url, broker, dags, folder / "home")
+        with running_fleet(url, dags, env, folder):
+            started = time.time()
+            with session_scope(url) as session:
+                create_run(session, "shape", run_id="bench")
+            return n / (_last_end(url) - started)
 
 
 def _last_end(url: str) -> float:

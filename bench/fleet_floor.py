@@ -22,7 +22,6 @@ import shutil
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fleet_throughput import (  # noqa: E402
     DAG_FILE,
-    PG_SERVER,
+    bench_database,
     bench_fleet,
     bench_raw_celery,
     start,
@@ -50,45 +49,36 @@ TARGET = 0.4
 
 def bench_level(steps: str, n: int, broker: str, workdir: Path) -> float:
     """N noop tries through ``floor_app`` at ``steps``; tries per second, first send to last end."""
-    name = f"tw_floor_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = f"{PG_SERVER}/{name}"
     redis.Redis.from_url(broker).flushdb()
     dag_file = workdir / "dags" / "bench.py"
     dag_file.parent.mkdir(exist_ok=True)
     dag_file.write_text(DAG_FILE)
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{ROOT}:{ROOT / 'bench'}",
-        "BENCH_BROKER_URL": broker,
-        "FLOOR_DATABASE_URL": url,
-        "FLOOR_STEPS": steps,
-        "FLOOR_LOGS": str(workdir / f"logs-{steps}"),
-        "FLOOR_DAG_FILE": str(dag_file),
-        "BENCH_N": str(n),
-        "BENCH_CHAIN": "1",
-    }
     log = workdir / f"floor-{steps}.log"
-    try:
-        with psycopg.connect(url, autocommit=True) as db:
-            db.execute(
-                "CREATE TABLE floor_ti (id int PRIMARY KEY, try_number int, state text,"
-                " pid int, start_date timestamptz, end_date timestamptz)"
-            )
-            db.execute(
-                "INSERT INTO floor_ti SELECT g, 1, 'scheduled' FROM generate_series(1, %s) g",
-                (n,),
-            )
-            worker = start([*worker_argv("floor_app"), "--loglevel", "INFO"], env, log)
-            try:
-                wait_ready(log)
-                return _send_and_wait(db, broker, n)
-            finally:
-                stop(worker)
-    finally:
-        with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with bench_database("tw_floor_") as url, psycopg.connect(url, autocommit=True) as db:
+        db.execute(
+            "CREATE TABLE floor_ti (id int PRIMARY KEY, try_number int, state text,"
+            " pid int, start_date timestamptz, end_date timestamptz)"
+        )
+        db.execute(
+            "INSERT INTO floor_ti SELECT g, 1, 'scheduled' FROM generate_series(1, %s) g", (n,)
+        )
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{ROOT}:{ROOT / 'bench'}",
+            "BENCH_BROKER_URL": broker,
+            "FLOOR_DATABASE_URL": url,
+            "FLOOR_STEPS": steps,
+            "FLOOR_LOGS": str(workdir / f"logs-{steps}"),
+            "FLOOR_DAG_FILE": str(dag_file),
+            "BENCH_N": str(n),
+            "BENCH_CHAIN": "1",
+        }
+        worker = start([*worker_argv("floor_app"), "--loglevel", "INFO"], env, log)
+        try:
+            wait_ready(log)
+            return _send_and_wait(db, broker, n)
+        finally:
+            stop(worker)
 
 
 def _send_and_wait(db: psycopg.Connection[Any], broker: str, n: int) -> float:

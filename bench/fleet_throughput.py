@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -163,30 +165,45 @@ def start_fleet(
     return worker, scheduler
 
 
-def bench_fleet(n: int, chain: int, broker: str, workdir: Path) -> dict[str, float]:
-    name = f"tw_bench_{uuid.uuid4().hex[:8]}"
+@contextmanager
+def bench_database(prefix: str) -> Iterator[str]:
+    """The URL of a new PostgreSQL database for one run, dropped (connections and all) after."""
+    name = f"{prefix}{uuid.uuid4().hex[:8]}"
     with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     url = f"{PG_SERVER}/{name}"
+    try:
+        yield url
+    finally:
+        get_engine(url).dispose()
+        with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def running_fleet(url: str, dags: Path, env: dict[str, str], workdir: Path) -> Iterator[None]:
+    """A fleet (``start_fleet``) from its worker's readiness until the block ends."""
+    worker, scheduler = start_fleet(url, dags, env, workdir)
+    try:
+        wait_ready(workdir / "worker.log")
+        yield
+    finally:
+        stop(scheduler)
+        stop(worker)
+
+
+def bench_fleet(n: int, chain: int, broker: str, workdir: Path) -> dict[str, float]:
     dags = workdir / "dags"
     dags.mkdir()
     (dags / "bench.py").write_text(DAG_FILE)
     redis.Redis.from_url(broker).flushdb()
-    env = fleet_env(url, broker, dags, workdir / "home", BENCH_N=str(n), BENCH_CHAIN=str(chain))
-    worker, scheduler = start_fleet(url, dags, env, workdir)
-    log = workdir / "worker.log"
-    try:
-        wait_ready(log)
-        if os.environ.get("BENCH_PROFILE"):
-            profile_workers(workdir)
-        fanout = run_and_wait(url, "bench_fanout", n)
-        hops = chain_hops(url, chain)
-    finally:
-        stop(scheduler)
-        stop(worker)
-        get_engine(url).dispose()
-        with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with bench_database("tw_bench_") as url:
+        env = fleet_env(url, broker, dags, workdir / "home", BENCH_N=str(n), BENCH_CHAIN=str(chain))
+        with running_fleet(url, dags, env, workdir):
+            if os.environ.get("BENCH_PROFILE"):
+                profile_workers(workdir)
+            fanout = run_and_wait(url, "bench_fanout", n)
+            hops = chain_hops(url, chain)
     return {"fleet_tis_per_s": fanout, **hops}
 
 
