@@ -303,7 +303,7 @@ def pid_gone(pid: int) -> bool:
     """True once ``pid`` has exited (a zombie nobody reaped yet counts as gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or during the read
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 

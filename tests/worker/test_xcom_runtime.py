@@ -27,6 +27,7 @@ from state.db import session_scope
 from state.models import XCom
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
+from tests.worker.test_supervisor import pid_gone
 from tests.worker.xcom_support import Watch, watching
 from tradewind.settings import reload_settings
 from worker.execute import execute
@@ -204,9 +205,7 @@ def test_execution_timeout_kills_the_task_while_a_load_hangs(
     assert "execution_timeout of 5s exceeded: sending SIGTERM" in log
     assert "the XCom backend helper process did not exit within 1s: sending SIGTERM" in log
     (pid,) = setup.marker("helper.pid")
-    assert (
-        not Path(f"/proc/{pid}").exists() or "State:\tZ" in Path(f"/proc/{pid}/status").read_text()
-    )
+    assert pid_gone(pid)
 
 
 def test_a_helper_killed_mid_call_fails_the_waiting_call_and_the_try_cleanly(
