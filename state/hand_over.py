@@ -7,7 +7,9 @@ slot to (``single_successor``), and whether that success alone makes it ready
 (``follows_only``). Such a successor is queued by name, ``none -> queued``, without reading the
 run's rows first (``lone_successor``). A try with nothing downstream hands its slot to the first
 try of its run waiting for one in the same pool (``first_waiting``), so a run larger than its pool
-goes on at the workers' pace, not one pool's worth per scheduler loop. On PostgreSQL the try's end
+goes on at the workers' pace, not one pool's worth per scheduler loop; a success whose downstream
+waits for all its upstreams hands it to a waiting try of one of them (``holding_back``), so a map
+or a join runs no pass over the run at each end. On PostgreSQL the try's end
 and that queuing are one statement (``end_and_queue``): the hop between two tasks of a chain pays
 one round trip to the database instead of five.
 """

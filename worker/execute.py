@@ -10,12 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from broker_config import TaskInstanceMessage
 from state.db import get_engine, session_scope, statement_scope
 from state.enums import TaskInstanceState
-from state.hand_over import (
-    SlotTaker,
-    end_and_queue,
-    first_waiting,
-    lone_successor,
-)
+from state.hand_over import end_and_queue, first_waiting, lone_successor
 from state.models import utcnow
 from state.scheduling import (
     Enqueue,
@@ -155,7 +150,7 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
     the scheduler's passes lock runs, but never the row of a running try.
     """
     if not claim.task_spec.get("downstream"):
-        passed_on = _end_and_pass_slot(url, claim, final, first_waiting(*_run_and_pool(claim)))
+        passed_on = _end_and_pass_slot(url, claim, final)
         if passed_on is not None:
             return passed_on
     else:
@@ -164,9 +159,7 @@ def _end_try(url: str, claim: Claim, final: Final) -> tuple[bool, list[Enqueue]]
             return handed_over
         among = _holding_back(claim) if final.state == TaskInstanceState.SUCCESS else None
         if among:
-            postgresql = get_engine(url).dialect.name == "postgresql"
-            taker = first_waiting(*_run_and_pool(claim), among=among, postgresql=postgresql)
-            passed_on = _end_and_pass_slot(url, claim, final, taker)
+            passed_on = _end_and_pass_slot(url, claim, final, among)
             if passed_on is not None and (not passed_on[0] or passed_on[1]):
                 return passed_on  # lost; or a try holding the downstream back took the slot
             if passed_on is not None:  # recorded, and none waits: perhaps the last one
@@ -232,10 +225,6 @@ def _pass_after_end(url: str, claim: Claim) -> list[Enqueue]:
         return []
 
 
-def _run_and_pool(claim: Claim) -> tuple[str, str, str]:
-    return claim.ti.dag_id, claim.ti.run_id, claim.pool
-
-
 def _holding_back(claim: Claim) -> list[str] | None:
     """The tasks whose unfinished tries keep everything downstream of the claim's task waiting
     (``state.hand_over.holding_back``), as the DAG's structure this process read says."""
@@ -245,18 +234,21 @@ def _holding_back(claim: Claim) -> list[str] | None:
 
 
 def _end_and_pass_slot(
-    url: str, claim: Claim, final: Final, taker: SlotTaker
+    url: str, claim: Claim, final: Final, among: list[str] | None = None
 ) -> tuple[bool, list[Enqueue]] | None:
-    """The end of a try, and its slot handed to ``taker`` (a try of its run waiting for one in
-    the same pool: ``state.hand_over.first_waiting``), in one transaction; on PostgreSQL in one
-    statement. None when that failed before anything was written: the usual end follows."""
+    """The end of a try, and its slot handed to the first try of its run waiting for one in the
+    same pool (with ``among``, a try of one of those tasks: ``state.hand_over.first_waiting``),
+    in one transaction; on PostgreSQL in one statement. None when that failed before anything
+    was written: the usual end follows."""
     if claim.version_hash is None:
         return None
     ti = claim.ti
+    postgresql = get_engine(url).dialect.name == "postgresql"
+    taker = first_waiting(ti.dag_id, ti.run_id, claim.pool, among, postgresql)
     now = utcnow()
     end = (final.state, end_values(claim, final, now))
     try:
-        if get_engine(url).dialect.name == "postgresql":
+        if postgresql:
             with statement_scope(url) as session:
                 recorded, rows = end_and_queue(
                     session, claim.fence, end, claim.run_pk, taker, claim.version_hash, now
