@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 from celery import Celery, signals
+from celery.exceptions import CPendingDeprecationWarning
 
 from broker_config import (
     EXECUTE_TASK_NAME,
@@ -21,6 +23,14 @@ from worker.execute import execute
 from worker.fork_server import stop_fork_server, use_fork_server
 
 log = logging.getLogger("tradewind.worker")
+
+# Celery warns at each broker connection loss that its default for cancelling running tasks
+# changes in 6.0; Tradewind sets it (False) itself, on purpose (broker_config/settings.py).
+warnings.filterwarnings(
+    "ignore",
+    message=r"\s*In Celery 5.1 we introduced an optional breaking change",
+    category=CPendingDeprecationWarning,
+)
 
 
 def create_app() -> Celery:
