@@ -33,6 +33,10 @@ def celery_settings(broker_url: str, broker_folder: Path) -> dict[str, Any]:
         "worker_cancel_long_running_tasks_on_connection_loss": False,
         # A worker started before its broker (compose, honcho) waits for it instead of exiting.
         "broker_connection_retry_on_startup": True,
+        # ...and one whose broker went away waits for it as long as it takes (Celery's 100
+        # attempts are under two minutes at the worker's 1 s between attempts): its running
+        # tries go on meanwhile (worker/celery_app.py).
+        "broker_connection_max_retries": None,
         # JSON only: a worker never unpickles what a message carries.
         "task_serializer": "json",
         "accept_content": ["json"],  # anything else is refused before it is decoded

@@ -23,7 +23,15 @@ from tradewind.exceptions import TaskNotFound
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
 from worker import protocol as p
-from worker.claim import Claim, Final, claim_try, end_values, final_for_failure, record_final
+from worker.claim import (
+    Claim,
+    Final,
+    claim_through_outage,
+    end_through_outage,
+    end_values,
+    final_for_failure,
+    record_final,
+)
 from worker.dags import find_task
 from worker.fork_server import ForkServerError, start_python_task
 from worker.logs import TryLog, log_path
@@ -40,8 +48,7 @@ def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher
     """Run the try ``message`` names; returns the state recorded (or why it was dropped)."""
     url = settings.sql_url
     # Statements each whole on their own: the claim is one compare-and-set (on PostgreSQL).
-    with statement_scope(url) as session:
-        claim = claim_try(session, message, settings.max_deliveries)
+    claim = claim_through_outage(url, message, settings.max_deliveries)
     if isinstance(claim, str):
         log.warning("dropped message for %s: %s", message.describe(), claim)
         return "dropped"
@@ -122,7 +129,7 @@ def _record(
     if final is None:
         try_log.line("supervisor", "the try lost its task instance: nothing recorded")
         return "lost"
-    recorded, ready = _end_try(url, claim, final)
+    recorded, ready = end_through_outage(url, claim, final, lambda: _end_try(url, claim, final))
     if ready:  # first: the next task's start waits for it, the log does not
         try:
             publish(ready)

@@ -17,6 +17,7 @@ from state import checkpoints as cp
 from state.connections import get_connection as read_connection
 from state.connections import get_variable as read_variable
 from state.db import session_scope
+from state.outage import Retry, StoreUnavailable, ride_out, store_probe
 from state.transitions import Fence, TryFenced
 from state.values import TIKey
 from tradewind.connections import is_sensitive
@@ -165,7 +166,12 @@ HANDLERS: dict[type[p._Message], Handler] = {
 
 def handle(ctx: TryContext, request: p._Message) -> p._Message | None:
     """Run the handler of ``request``; None when its reply comes later (it waits on the helper)."""
-    return answer(ctx, request, lambda: HANDLERS[type(request)](ctx, request))
+    # A request waits out an outage of the store (state/outage.py), as the heartbeat does.
+    what = f"{type(request).__name__} of task instance {ctx.fence.ti_id}"
+    retry = Retry(what, probe=store_probe(ctx.url))
+    return answer(
+        ctx, request, lambda: ride_out(lambda: HANDLERS[type(request)](ctx, request), retry)
+    )
 
 
 def answer(
@@ -180,7 +186,7 @@ def answer(
     except XComBackendError as error:
         # Already "<Type>: <message>" when the helper's backend raised it.
         reply = p.ErrorResponse(error=str(error))
-    except (SQLAlchemyError, ValueError, TypeError) as error:
+    except (SQLAlchemyError, StoreUnavailable, ValueError, TypeError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
         reply = p.ErrorResponse(error=f"{type(error).__name__}: {first_line}")
     if reply is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from scheduler.dag_sync import sync_dags
 from state.db import get_engine, session_scope
@@ -228,3 +229,15 @@ def outage_fleet(home: Path, database_url: str, broker_url: str, sleep_seconds: 
         sync_dags(session, dags)
     get_engine(database_url).dispose()  # this process holds no connection through an outage
     return Fleet(home, env, database_url)
+
+
+def wait_run_through_outage(fleet: Fleet, dag_id: str, run_id: str, timeout: float = 90) -> str:
+    """``fleet.wait_run``, from a test process whose own connections the outage broke too."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fleet.wait_run(dag_id, run_id, max(1.0, deadline - time.monotonic()))
+        except OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
