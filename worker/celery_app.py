@@ -29,13 +29,6 @@ from worker.fork_server import stop_fork_server, use_fork_server
 
 log = logging.getLogger("tradewind.worker")
 
-# Celery warns at each broker connection loss that its default for cancelling running tasks
-# changes in 6.0; Tradewind sets it (False) itself, on purpose (broker_config/settings.py).
-warnings.filterwarnings(
-    "ignore",
-    message=r"\s*In Celery 5.1 we introduced an optional breaking change",
-    category=CPendingDeprecationWarning,
-)
 
 
 def create_app() -> Celery:
@@ -68,8 +61,10 @@ def execute_task_instance(self: Any, *args: Any, message: Any = None, **unexpect
     def publish(ready: list[Enqueue]) -> None:
         # Queued in SQL already; sent once the broker is back rather than at the scheduler's
         # queued rescue a minute later (a copy sent twice is dropped by the claim).
+        # Past the queued timeout, the scheduler's queued rescue sends them anyway.
         what = f"publishing {len(ready)} downstream tries"
         retry = Retry(what, (BrokerUnavailable,), _any_error, service="the broker")
+        retry.budget = get_settings().task_queued_timeout_seconds
         ride_out(lambda: publish_many(app, ready), retry)
 
     try:
@@ -119,5 +114,17 @@ def _pool_process_exits(**_: Any) -> None:
     stop_fork_server()
 
 
+def _quiet_the_cancel_warning(**_: Any) -> None:
+    # Celery warns at each broker connection loss that its default for cancelling running
+    # tasks changes in 6.0; Tradewind sets it (False) itself, on purpose (broker_config/
+    # settings.py). Added once the worker is up: its logging setup puts "always" filters first.
+    warnings.filterwarnings(
+        "ignore",
+        message=r"\s*In Celery 5.1 we introduced an optional breaking change",
+        category=CPendingDeprecationWarning,
+    )
+
+
 signals.worker_process_init.connect(_fresh_pool_process)
 signals.worker_process_shutdown.connect(_pool_process_exits)
+signals.worker_ready.connect(_quiet_the_cancel_warning)

@@ -19,6 +19,7 @@ from tests.integration.test_outages_servers import (
     bodies_run,
     outage_fleet,
     own_postgres,
+    try_log_times,
     wait_run_through_outage,
 )
 
@@ -39,7 +40,9 @@ def _wait_both_running(fleet: Fleet) -> None:
     fleet.wait_for(lambda: len(bodies_run(record)) == 2, 60, "both sleepers to start")
 
 
-def test_a_postgres_restart_mid_run_costs_no_try(fleet: Fleet, own_postgres: PostgresServer) -> None:
+def test_a_postgres_restart_mid_run_costs_no_try(
+    fleet: Fleet, own_postgres: PostgresServer
+) -> None:
     fleet.start_worker("w1", concurrency=2)
     fleet.start_scheduler()
     fleet.trigger("outage", "r1")
@@ -52,4 +55,55 @@ def test_a_postgres_restart_mid_run_costs_no_try(fleet: Fleet, own_postgres: Pos
     assert wait_run_through_outage(fleet, "outage", "r1") == "success"
     bodies = sorted(bodies_run(Path(fleet.env["OUTAGE_RECORD"])))
     assert bodies == ["r1 after 1", "r1 left 1", "r1 right 1"]  # each body once, first try
+    assert all(process.poll() is None for process, _ in fleet.processes)
+
+
+@pytest.fixture
+def short_fleet(
+    tmp_path: Path, own_postgres: PostgresServer, redis_url: str, retries: int
+) -> Iterator[Fleet]:
+    """Zombie after 6 s: a try waits 5 s for the store (a kill grace of 1 s before that)."""
+    made = outage_fleet(tmp_path, own_postgres.url, redis_url, sleep_seconds=8, retries=retries)
+    made.env["TRADEWIND_ZOMBIE_THRESHOLD_SECONDS"] = "6"
+    yield made
+    made.stop()
+
+
+@pytest.mark.parametrize("retries", [1, 0])
+def test_an_outage_past_the_zombie_threshold_retries_or_fails_the_tries(
+    short_fleet: Fleet, own_postgres: PostgresServer, retries: int
+) -> None:
+    fleet = short_fleet
+    fleet.start_worker("w1", concurrency=2)
+    fleet.start_scheduler()
+    fleet.trigger("outage", "r1")
+    _wait_both_running(fleet)
+
+    own_postgres.stop()
+    time.sleep(10)
+    own_postgres.start()
+
+    expected = "success" if retries else "failed"
+    assert wait_run_through_outage(fleet, "outage", "r1") == expected
+    bodies = sorted(bodies_run(Path(fleet.env["OUTAGE_RECORD"])))
+    tis = fleet.task_instances("outage", "r1")
+    if retries:
+        assert bodies == ["r1 after 1", "r1 left 1", "r1 left 2", "r1 right 1", "r1 right 2"]
+        assert (tis["left"].try_number, tis["right"].try_number) == (2, 2)
+        for task_id in ("left", "right"):
+            # The first try's task was gone before the second try started: never two at once.
+            assert (
+                try_log_times(fleet, "r1", task_id, 1)[1]
+                < try_log_times(fleet, "r1", task_id, 2)[0]
+            )
+    else:
+        assert bodies == ["r1 left 1", "r1 right 1"]
+        assert {tis["left"].state, tis["right"].state} == {"failed"}
+        assert tis["left"].error is not None and tis["left"].error.startswith("zombie")
+    log = fleet.log("w1")
+    # Each supervisor gave its try up and wrote nothing more: no late write reached the store.
+    assert log.count("the zombie rule takes the try") == 2
+    for task_id in ("left", "right"):
+        first_try = (fleet.home / f"logs/outage/r1/{task_id}/-1/1.log").read_text()
+        assert "nothing recorded" in first_try and "ended success" not in first_try
     assert all(process.poll() is None for process, _ in fleet.processes)

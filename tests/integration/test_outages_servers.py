@@ -181,14 +181,14 @@ def _record():
         os.close(fd)
 
 
-@task(retries=int(os.environ.get("OUTAGE_RETRIES", "0")), retry_delay=0)
+@task(retries=RETRIES, retry_delay=0)
 def sleeper():
     _record()
     time.sleep(float(os.environ["OUTAGE_SLEEP_SECONDS"]))
     return "slept"
 
 
-@task(retries=int(os.environ.get("OUTAGE_RETRIES", "0")), retry_delay=0)
+@task(retries=RETRIES, retry_delay=0)
 def after(left, right):
     _record()
     return f"{left}+{right}"
@@ -203,9 +203,9 @@ outage()
 """
 
 
-def write_outage_dag(folder: Path) -> Path:
+def write_outage_dag(folder: Path, retries: int = 0) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "outage_dag.py").write_text(OUTAGE_DAG)
+    (folder / "outage_dag.py").write_text(OUTAGE_DAG.replace("RETRIES", str(retries)))
     return folder
 
 
@@ -214,9 +214,11 @@ def bodies_run(record: Path) -> list[str]:
     return record.read_text().splitlines() if record.exists() else []
 
 
-def outage_fleet(home: Path, database_url: str, broker_url: str, sleep_seconds: float) -> Fleet:
+def outage_fleet(
+    home: Path, database_url: str, broker_url: str, sleep_seconds: float, retries: int = 0
+) -> Fleet:
     """A fleet over the outage DAG on the given store and broker (one of them the test's own)."""
-    dags = write_outage_dag(home / "dags")
+    dags = write_outage_dag(home / "dags", retries)
     env = _base_env(home, dags)
     env.update(
         TRADEWIND_DATABASE_URL=database_url,
@@ -241,3 +243,10 @@ def wait_run_through_outage(fleet: Fleet, dag_id: str, run_id: str, timeout: flo
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def try_log_times(fleet: Fleet, run_id: str, task_id: str, try_number: int) -> tuple[str, str]:
+    """The times of the first and the last line of a try's log (ISO, so they sort as text)."""
+    path = fleet.home / "logs" / "outage" / run_id / task_id / "-1" / f"{try_number}.log"
+    lines = [line for line in path.read_text().splitlines() if line.startswith("[")]
+    return lines[0][1:].split("]")[0], lines[-1][1:].split("]")[0]
