@@ -215,10 +215,17 @@ def bodies_run(record: Path) -> list[str]:
 
 
 def outage_fleet(
-    home: Path, database_url: str, broker_url: str, sleep_seconds: float, retries: int = 0
+    home: Path,
+    database_url: str,
+    broker_url: str,
+    sleep_seconds: float,
+    retries: int = 0,
+    dag_source: str | None = None,
 ) -> Fleet:
-    """A fleet over the outage DAG on the given store and broker (one of them the test's own)."""
+    """A fleet over the outage DAG (or ``dag_source``) on the given store and broker."""
     dags = write_outage_dag(home / "dags", retries)
+    if dag_source is not None:
+        (dags / "outage_dag.py").write_text(dag_source)
     env = _base_env(home, dags)
     env.update(
         TRADEWIND_DATABASE_URL=database_url,
