@@ -296,7 +296,7 @@ def supervise_process(
         ctx,
         heartbeat_seconds=settings.heartbeat_seconds,
         kill_grace_seconds=settings.kill_grace_seconds,
-        execution_timeout_seconds=claim.task_spec.get("execution_timeout_seconds"),
+        execution_timeout_seconds=claim.task_spec.execution_timeout_seconds,
     )
     try:
         loop.run()
