@@ -83,7 +83,7 @@ class ClearStateValues(_Message):
 
 
 # Checkpoints of iterable tasks (DESIGN.md §5): the supervisor stores and reads them; what they
-# mean is the task's business (worker/checkpoints.py).
+# mean is the task's business (worker/task_runner/checkpoints.py).
 class WriteCheckpointBatch(_Message):
     type: Literal["WriteCheckpointBatch"] = "WriteCheckpointBatch"
     number: int = Field(ge=0)

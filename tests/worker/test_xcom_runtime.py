@@ -30,8 +30,8 @@ from tests.state.harness import Home, tradewind_home
 from tests.worker.test_supervisor import pid_gone
 from tests.worker.xcom_support import Watch, watching
 from tradewind.settings import reload_settings
+from worker.backend_helper import XComHelperProcess
 from worker.execute import execute
-from worker.helper_process import XComHelperProcess
 from worker.logs import log_path
 from worker.xcom.object_storage import REFERENCE_KEY
 

@@ -26,9 +26,9 @@ from state.values import TIKey, database_max_value_bytes, read_xcom, read_xcoms,
 from tradewind.context import CONTEXT_KEYS
 from tradewind.xcom_arg import XComArg
 from worker import protocol as p
+from worker.backend_helper import HelperOnDemand, XComHelperProcess
 from worker.background import Outcome
-from worker.helper_process import HelperOnDemand, XComHelperProcess
-from worker.mapping import arguments_at, is_expanded, items_of
+from worker.task_runner.mapping import arguments_at, is_expanded, items_of
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import BackendCalls, InProcessCalls, item, result_value
 from worker.xcom.configured import backend_class, runs_in_helper

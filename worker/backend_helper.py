@@ -1,7 +1,7 @@
 """The supervisor's side of the XCom backend helper process (DESIGN.md §6).
 
 For a runtime task with a non-default backend, the supervisor starts one helper per try
-(``worker/xcom_helper_main.py``) and services it from the same selector as the task, so a slow
+(``worker/backend_helper_main.py``) and services it from the same selector as the task, so a slow
 backend call never delays the task's heartbeats or its ``execution_timeout``:
 
 - the helper asks for a call (``AwaitXComBackendCall``) and answers with its result
@@ -39,7 +39,7 @@ from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, exec_runtime_task
 from worker.xcom.calls import Finish
 
-HELPER_COMMAND = (sys.executable, "-m", "worker.xcom_helper_main")
+HELPER_COMMAND = (sys.executable, "-m", "worker.backend_helper_main")
 LOG_SOURCE = "xcom-helper"
 _READ_BYTES = 1 << 20
 #: After SIGTERM, how long a helper may take to go before SIGKILL.

@@ -18,7 +18,7 @@ import pytest
 
 from tradewind.settings import reload_settings
 from worker import protocol as p
-from worker.helper_process import XComHelperProcess
+from worker.backend_helper import XComHelperProcess
 from worker.logs import TryLog
 from worker.xcom.calls import item
 from worker.xcom.object_storage import REFERENCE_KEY

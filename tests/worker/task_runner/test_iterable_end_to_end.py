@@ -18,10 +18,9 @@ from state.db import session_scope
 from state.enums import DagRunState, TaskInstanceState
 from state.models import DagRun, TaskStateValue, XCom
 from state.runs import clear_task_instances
+from tests.worker.iterable_support import Stack, add_iterate_dag
 from worker import protocol as p
 from worker import requests
-
-from .iterable_support import Stack, add_iterate_dag
 
 TI = TaskInstanceState
 
