@@ -4,6 +4,7 @@
 - the scheduler never imports the worker, and the worker never imports the scheduler;
 - ``broker_config/`` imports no other part of Tradewind;
 - no part imports the CLI (``tradewind.cli``), the top floor;
+- the worker's modules import one another without a cycle;
 - the task side (``worker/task_runner/``, what a task process runs) never reaches SQL: neither
   ``state`` nor ``sqlalchemy``, directly or through the first-party modules it imports at module
   level, and importing all of it in a fresh interpreter loads neither; nor does importing the
@@ -215,3 +216,46 @@ def test_importing_the_task_side_in_a_fresh_interpreter_loads_no_sql() -> None:
     loaded = json.loads(done.stdout)
     assert "worker.task_runner.runner" in loaded
     assert [m for m in loaded if any(is_within(m, name) for name in TASK_PROCESS_BANS)] == []
+
+
+def import_cycle(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """A cycle of module-level imports among the modules at ``paths`` (``TYPE_CHECKING`` ones
+    count: a type that needs a cycle to be named is in the wrong module), or []."""
+    modules = {module_name(path, root): path for path in paths}
+    graph = {
+        name: {
+            imp.module
+            for imp in imports_of(path, root)
+            if imp.top_level and imp.module in modules and imp.module != name
+        }
+        for name, path in modules.items()
+    }
+    done: set[str] = set()
+
+    def walk(name: str, path: list[str]) -> list[str]:
+        if name in path:
+            return [*path[path.index(name) :], name]
+        if name in done:
+            return []
+        for imported in sorted(graph[name]):
+            if cycle := walk(imported, [*path, name]):
+                return cycle
+        done.add(name)
+        return []
+
+    return next((cycle for name in sorted(graph) if (cycle := walk(name, []))), [])
+
+
+def test_the_worker_modules_import_one_another_without_a_cycle() -> None:
+    assert import_cycle(files_of("worker")) == []
+
+
+def test_the_cycle_finder_names_a_cycle_through_type_checking(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg import b\n")
+    (package / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n"
+    )
+    assert import_cycle(sorted(package.glob("*.py")), tmp_path) == ["pkg.a", "pkg.b", "pkg.a"]

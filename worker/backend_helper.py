@@ -52,9 +52,9 @@ class XComHelperProcess:
 
     exit_timeout_seconds: float = 10.0
 
-    def __init__(self, process: TaskProcess, answer: Answer, log: TryLog) -> None:
+    def __init__(self, process: TaskProcess, log: TryLog) -> None:
         self.process = process
-        self._answer = answer
+        self._answer: Answer | None = None  # given with the selector that services the helper
         self._log = log
         self._frames = p.FrameBuffer()
         self._outbox = Outbox(process.comms)
@@ -69,10 +69,10 @@ class XComHelperProcess:
         process.comms.setblocking(False)
 
     @classmethod
-    def start(cls, answer: Answer, log: TryLog) -> XComHelperProcess:
+    def start(cls, log: TryLog) -> XComHelperProcess:
         process = exec_runtime_task(HELPER_COMMAND)
         log.line("supervisor", f"started the XCom backend helper process (pid {process.pid})")
-        return cls(process, answer, log)
+        return cls(process, log)
 
     # --- the queue --------------------------------------------------------------------------
 
@@ -110,8 +110,10 @@ class XComHelperProcess:
 
     # --- the channels -----------------------------------------------------------------------
 
-    def register(self, selector: selectors.BaseSelector) -> None:
+    def register(self, selector: selectors.BaseSelector, answer: Answer) -> None:
+        """Service the helper from ``selector``; ``answer`` replies to its own requests."""
         self._selector = selector
+        self._answer = answer
         selector.register(self.process.comms, selectors.EVENT_READ, self._on_comms)
         for fd in (self.process.stdout, self.process.stderr):
             selector.register(fd, selectors.EVENT_READ, self._on_output)
@@ -161,6 +163,7 @@ class XComHelperProcess:
             if finish is not None:
                 finish(message)
         else:
+            assert self._answer is not None, "frames are read only once it is registered"
             reply = self._answer(message)
             if reply is not None:
                 self._send(reply)
@@ -277,23 +280,22 @@ class HelperOnDemand:
     first comes, which is always from the loop.
     """
 
-    def __init__(self, answer: Answer, log: TryLog) -> None:
-        self._answer = answer
+    def __init__(self, log: TryLog) -> None:
         self._log = log
-        self._selector: selectors.BaseSelector | None = None
+        self._registered: tuple[selectors.BaseSelector, Answer] | None = None
         self.started: XComHelperProcess | None = None
 
     def call(self, call: p.XComBackendCall, finish: Finish) -> None:
         if self.started is None:
-            self.started = XComHelperProcess.start(self._answer, self._log)
-            if self._selector is not None:
-                self.started.register(self._selector)
+            self.started = XComHelperProcess.start(self._log)
+            if self._registered is not None:
+                self.started.register(*self._registered)
         self.started.call(call, finish)
 
-    def register(self, selector: selectors.BaseSelector) -> None:
-        self._selector = selector
+    def register(self, selector: selectors.BaseSelector, answer: Answer) -> None:
+        self._registered = (selector, answer)
         if self.started is not None:
-            self.started.register(selector)
+            self.started.register(selector, answer)
 
     def begin_stop(self, now: float) -> None:
         if self.started is not None:

@@ -99,8 +99,8 @@ def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Start]:
         for hook, seconds in slow_seconds.items():
             monkeypatch.setenv(f"TW_TEST_SLOW_{hook.upper()}", str(seconds))
         asked: list[p._Message] = []
-        helper = XComHelperProcess.start(answer_for(log, asked), log)
-        helper.register(selector)
+        helper = XComHelperProcess.start(log)
+        helper.register(selector, answer_for(log, asked))
         started.append(Supervisor(helper, selector, markers, asked))
         return started[-1]
 

@@ -32,6 +32,7 @@ from tests.worker.test_supervisor import (
 from worker import fork_server, requests
 from worker import protocol as p
 from worker.fork_server import ForkServer
+from worker.try_context import TryContext
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,7 +253,7 @@ def test_a_first_try_gets_its_details_with_its_start_and_asks_nothing(
     asked: list[p.GetTaskDetails] = []
     answer = requests.HANDLERS[p.GetTaskDetails]
 
-    def count(ctx: requests.TryContext, request: p.GetTaskDetails) -> p._Message | None:
+    def count(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
         asked.append(request)
         return answer(ctx, request)
 
