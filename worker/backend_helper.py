@@ -1,8 +1,11 @@
-"""The supervisor's side of the XCom backend helper process (DESIGN.md §6).
+"""The supervisor's side of the backend helper process (DESIGN.md §6's XCom backend helper).
 
-For a runtime task with a non-default backend, the supervisor starts one helper per try
-(``worker/backend_helper_main.py``) and services it from the same selector as the task, so a slow
-backend call never delays the task's heartbeats or its ``execution_timeout``:
+The helper runs the storage backends the supervisor must not run itself: the XCom backend, for
+a runtime task with a non-default one (and for a retry's purge of what an earlier try stored),
+and the state store's object-storage backend, for the large state values of any task. The
+supervisor starts at most one helper per try (``worker/backend_helper_main.py``) and services it
+from the same selector as the task, so a slow backend call never delays the task's heartbeats
+or its ``execution_timeout``:
 
 - the helper asks for a call (``AwaitXComBackendCall``) and answers with its result
   (``XComBackendResult``), which also asks for the next; a call is sent only when asked for;
@@ -13,8 +16,9 @@ backend call never delays the task's heartbeats or its ``execution_timeout``:
 - stopping sends ``exit`` (at once if the helper is waiting for a call, else when it next asks),
   waits up to ``exit_timeout_seconds``, then terminates its process group.
 
-With the state store on object storage, a try that has no helper gets a ``HelperOnDemand``,
-whose process starts at its first call (the try's first large state value).
+With the state store on object storage, a try that has no helper gets a
+``BackendHelperOnDemand``, whose process starts at its first call (the try's first large state
+value).
 
 Frames to the helper go through a non-blocking outbox: a helper that stops reading cannot block
 the loop, however large the value it was sent.
@@ -40,14 +44,14 @@ from worker.process import TaskProcess, close_process_handles, exec_runtime_task
 from worker.xcom.calls import Finish
 
 HELPER_COMMAND = (sys.executable, "-m", "worker.backend_helper_main")
-LOG_SOURCE = "xcom-helper"
+LOG_SOURCE = "backend-helper"
 _READ_BYTES = 1 << 20
 #: After SIGTERM, how long a helper may take to go before SIGKILL.
 _TERMINATE_GRACE_SECONDS = 2.0
 Answer = Callable[[p._Message], p._Message | None]
 
 
-class XComHelperProcess:
+class BackendHelper:
     """One helper process: its queue of calls and its three channels in the try's selector."""
 
     exit_timeout_seconds: float = 10.0
@@ -69,9 +73,12 @@ class XComHelperProcess:
         process.comms.setblocking(False)
 
     @classmethod
-    def start(cls, log: TryLog) -> XComHelperProcess:
+    def start(cls, log: TryLog) -> BackendHelper:
         process = exec_runtime_task(HELPER_COMMAND)
-        log.line("supervisor", f"started the XCom backend helper process (pid {process.pid})")
+        log.line(
+            "supervisor",
+            f"started the backend helper process for XComs and state objects (pid {process.pid})",
+        )
         return cls(process, log)
 
     # --- the queue --------------------------------------------------------------------------
@@ -189,7 +196,7 @@ class XComHelperProcess:
             self._selector.modify(comms, events, self._on_comms)
 
     def _on_broken(self, reason: str) -> None:
-        self._log.line("supervisor", f"the XCom backend helper process {reason}: stopping it")
+        self._log.line("supervisor", f"the backend helper process {reason}: stopping it")
         self.process.signal_group(signal.SIGKILL)
         self._on_closed()
 
@@ -198,8 +205,7 @@ class XComHelperProcess:
         self._outbox.clear()
         if self._gone is None:
             self._gone = (
-                f"the XCom backend helper process exited ({self._describe_exit()}) "
-                "before it answered"
+                f"the backend helper process exited ({self._describe_exit()}) before it answered"
             )
             if self._stop_at is None and self.waiting:
                 self._log.line("supervisor", f"{self._gone}: failing {self.waiting} call(s)")
@@ -242,7 +248,7 @@ class XComHelperProcess:
         if self._stop_at is not None and self._kill_at is None and now >= self._stop_at:
             self._log.line(
                 "supervisor",
-                f"the XCom backend helper process did not exit within "
+                f"the backend helper process did not exit within "
                 f"{self.exit_timeout_seconds:g}s: sending SIGTERM",
             )
             self.process.signal_group(signal.SIGTERM)
@@ -266,12 +272,12 @@ class XComHelperProcess:
                     self.process.popen.wait(5)
         self._open.clear()  # the try's selector is closed by now
         if self._gone is None:
-            self._gone = "the XCom backend helper process was stopped"
+            self._gone = "the backend helper process was stopped"
         self._fail_waiting(self._gone)
         close_process_handles(self.process)
 
 
-class HelperOnDemand:
+class BackendHelperOnDemand:
     """A helper process started by its first call: a try that never needs one pays nothing.
 
     Used for the state store's objects (``worker/state_store/serving.py``): most tries never
@@ -283,11 +289,11 @@ class HelperOnDemand:
     def __init__(self, log: TryLog) -> None:
         self._log = log
         self._registered: tuple[selectors.BaseSelector, Answer] | None = None
-        self.started: XComHelperProcess | None = None
+        self.started: BackendHelper | None = None
 
     def call(self, call: p.XComBackendCall, finish: Finish) -> None:
         if self.started is None:
-            self.started = XComHelperProcess.start(self._log)
+            self.started = BackendHelper.start(self._log)
             if self._registered is not None:
                 self.started.register(*self._registered)
         self.started.call(call, finish)

@@ -1,5 +1,6 @@
-"""The XCom backend helper process: runs the configured backend for a runtime task's supervisor,
-and the state store's object-storage backend for any task's (``XComBackendCall.backend``).
+"""The backend helper process: runs the storage backends for its supervisor, the configured
+XCom backend (a runtime task's XComs, a retry's purges) and the state store's object-storage
+backend (any task's large state values), as ``XComBackendCall.backend`` says.
 
 Started per try as ``python -m worker.backend_helper_main`` with its comms socket's fd in
 ``TRADEWIND_COMMS_FD``. It asks for a call (``AwaitXComBackendCall``), runs it, and answers

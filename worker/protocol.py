@@ -249,7 +249,7 @@ TO_SUPERVISOR: TypeAdapter[ToSupervisor] = TypeAdapter(ToSupervisor)
 TO_TASK: TypeAdapter[ToTask] = TypeAdapter(ToTask, config=ConfigDict(cache_strings="keys"))
 
 
-# --- the XCom backend helper channel (DESIGN.md §6) ----------------------------------------
+# --- the backend helper channel (DESIGN.md §6's XCom backend helper) ----------------------
 # Same frames, other roles: the helper asks for work (``AwaitXComBackendCall``), and each answer
 # (``XComBackendResult``) is also its request for the next call, so the supervisor never sends
 # anything the helper did not ask for. Its Connection/Variable look-ups and secrets travel as the

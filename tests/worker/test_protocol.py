@@ -32,7 +32,7 @@ def union_members(union: object) -> set[type]:
 
 REQUESTS = union_members(p.ToSupervisor)
 REPLIES = union_members(p.ToTask)
-# The XCom backend helper's channel: its own asks and answers, and the calls sent to it.
+# The backend helper's channel: its own asks and answers, and the calls sent to it.
 FROM_HELPER = union_members(p.FromHelper)
 TO_HELPER = union_members(p.ToHelper)
 # The fork server's channels: spares and exit reports to the pool process, which says which spare

@@ -19,7 +19,7 @@ from state.db import session_scope
 from state.models import XCom
 from state.values import TIKey
 from tradewind.context import CONTEXT_KEYS
-from worker.backend_helper import HelperOnDemand, XComHelperProcess
+from worker.backend_helper import BackendHelper, BackendHelperOnDemand
 from worker.logs import TryLog
 from worker.task_runner.mapping import is_expanded
 from worker.xcom.calls import BackendCalls, InProcessCalls
@@ -44,7 +44,7 @@ class TryXComs:
     """
 
     calls: BackendCalls = field(default_factory=_passing_rows_through)
-    helper: XComHelperProcess | HelperOnDemand | None = None
+    helper: BackendHelper | BackendHelperOnDemand | None = None
     # Where state values bound for object storage go (TRADEWIND_STATE_STORE_BACKEND=
     # object_storage): the helper. None with the SQL state backend.
     state_calls: BackendCalls | None = None
@@ -69,12 +69,12 @@ def prepare_xcoms(claim: Claim, task: Any, settings: Settings, log: TryLog) -> T
     runtime = task.options.command is not None
     # A first try has nothing left behind (a clear deletes XComs): skip the query.
     stale = stale_rows(settings.sql_url, claim.ti) if claim.fence.try_number > 1 else []
-    started = XComHelperProcess.start(log) if runs_elsewhere and (runtime or stale) else None
-    helper: XComHelperProcess | HelperOnDemand | None = started
+    started = BackendHelper.start(log) if runs_elsewhere and (runtime or stale) else None
+    helper: BackendHelper | BackendHelperOnDemand | None = started
     objects = settings.state_store_backend == "object_storage"
     if objects:
         # Most tries store no large state value: without a helper already, start one if needed.
-        helper = started or HelperOnDemand(log)
+        helper = started or BackendHelperOnDemand(log)
     return TryXComs(
         calls=started if runtime and started is not None else _passing_rows_through(),
         helper=helper,
