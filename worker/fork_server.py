@@ -219,10 +219,6 @@ def stop_fork_server() -> None:
         server.close()
 
 
-def current_fork_server() -> ForkServer | None:
-    return _server
-
-
 def start_python_task(
     fileloc: str, dag: DAG, task: Task, details: p.TaskDetails | None = None
 ) -> TaskProcess:

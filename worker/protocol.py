@@ -16,7 +16,6 @@ Channel rules, and why:
 from __future__ import annotations
 
 import datetime as dt
-import json
 import socket
 import struct
 from typing import Annotated, Any, Literal
@@ -373,11 +372,6 @@ class PreEncoded:
     def frame(self, request_id: int) -> bytes:
         body = b'{"id":%d,%b' % (request_id, self._after_id)
         return _HEADER.pack(len(body)) + body
-
-
-def encode_json(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload, allow_nan=False).encode()
-    return _HEADER.pack(len(body)) + body
 
 
 def read_exactly(sock: socket.socket, size: int) -> bytes:

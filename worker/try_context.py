@@ -55,7 +55,6 @@ class TryContext:
     background: Background = field(default_factory=Background)
     outcome: Outcome | None = None
     lost: bool = False
-    checkpoint_keys: set[str] = field(default_factory=set)
     _later: list[p._Message] = field(default_factory=list, init=False, repr=False)
 
     @classmethod
