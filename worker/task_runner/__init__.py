@@ -5,7 +5,9 @@ The runner (``runner.py``: the handshake, the context, the call, the result), it
 through ``checkpoint_store.py``), the task side of mapping (``mapping.py``), and the clients
 through which a task reaches its supervisor: XComs (``xcoms.py``), Connections and Variables
 (``lookups.py``), the state store (``runner.Client`` behind ``tradewind.TaskStateStore``).
-``body.py`` picks what a task process runs.
+``body.py`` picks what a task process runs. How a task process is set up around its fork (its
+own process group, death with its parent, signals, stdio) stays beside the fork itself, in
+``worker/process.py``.
 
 Nothing here touches the SQL store: every read and write is a request to the supervisor over
 the comms socket (DESIGN.md §1), and no module here imports ``state`` or SQLAlchemy, even
