@@ -19,9 +19,9 @@ from worker.dags import find_task
 from worker.fork_server import ForkServerError, start_python_task
 from worker.logs import TryLog, log_path
 from worker.process import exec_runtime_task
-from worker.requests import TryContext, handle
 from worker.supervisor import SupervisorSettings, supervise_process
-from worker.xcom.serving import details_at_start, prepare_xcoms
+from worker.try_context import TryContext
+from worker.xcom.serving import details_at_start
 
 log = logging.getLogger(__name__)
 Publisher = Callable[[list[Enqueue]], None]
@@ -78,10 +78,8 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
     except TaskNotFound as error:
         try_log.line("supervisor", str(error))
         return final_for_failure(claim, str(error), True)
-    ctx = TryContext(settings.sql_url, claim.fence, claim.ti, task_details(claim), try_log)
-    ctx.max_value_bytes = settings.state_store_max_value_bytes
     try:
-        ctx.xcoms = prepare_xcoms(ctx, task, settings, lambda message: handle(ctx, message))
+        ctx = TryContext.open(claim, task_details(claim), task, settings, try_log)
     except SettingsError as error:
         try_log.line("supervisor", str(error))
         return final_for_failure(claim, str(error), True)
