@@ -28,6 +28,9 @@ from worker.execute import execute
 from worker.fork_server import stop_fork_server, use_fork_server
 
 log = logging.getLogger("tradewind.worker")
+#: How long a pool process waits for an absent broker to publish the tries an end made ready:
+#: TRADEWIND_TASK_QUEUED_TIMEOUT_SECONDS, after which the scheduler's queued rescue sends them.
+_publish_wait = {"seconds": 60.0}
 
 
 
@@ -35,6 +38,7 @@ def create_app() -> Celery:
     settings = get_settings()
     # How long a try waits out an outage of the store (state/outage.py); inherited by the pool.
     set_budget(outage_budget(settings.zombie_threshold_seconds, settings.kill_grace_seconds))
+    _publish_wait["seconds"] = settings.task_queued_timeout_seconds
     app = make_celery_app(settings.broker, settings.broker_folder, main="worker")
     app.conf.worker_consumer = f"{__name__}:Consumer"
     app.task(name=EXECUTE_TASK_NAME, bind=True, acks_late=True)(execute_task_instance)
@@ -64,7 +68,7 @@ def execute_task_instance(self: Any, *args: Any, message: Any = None, **unexpect
         # Past the queued timeout, the scheduler's queued rescue sends them anyway.
         what = f"publishing {len(ready)} downstream tries"
         retry = Retry(what, (BrokerUnavailable,), _any_error, service="the broker")
-        retry.budget = get_settings().task_queued_timeout_seconds
+        retry.budget = _publish_wait["seconds"]
         ride_out(lambda: publish_many(app, ready), retry)
 
     try:

@@ -8,23 +8,23 @@ import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
 from state.db import statement_scope
+from state.end import Recorded, TryEnd
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, utcnow
 from state.outage import Retry, StoreUnavailable, ride_out, store_probe
-from state.pools import DEFAULT_POOL
-from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
+from state.structure import TaskSpec, parse_task_spec
+from state.transitions import INCREMENT, Fence, transition_tis_returning
 from state.values import TIKey
 
 TI = TaskInstanceState
-Queued = TypeVar("Queued")
 
 
 @dataclass(frozen=True)
@@ -37,14 +37,30 @@ class Claim:
     max_tries: int
     generation: int
     fileloc: str
-    task_spec: dict[str, Any]
+    task_spec: TaskSpec
     run: dict[str, Any]
     # The version of the DAG the run follows (a structure this process may have read already).
     version_hash: str | None = None
 
     @property
     def pool(self) -> str:
-        return str(self.task_spec.get("pool", DEFAULT_POOL))
+        return self.task_spec.pool
+
+    def end(self, final: Final) -> TryEnd:
+        """The try's end as ``state.end.end_try`` records it."""
+        ti, now = self.ti, utcnow()
+        return TryEnd(
+            fence=self.fence,
+            run_pk=self.run_pk,
+            dag_id=ti.dag_id,
+            run_id=ti.run_id,
+            task_id=ti.task_id,
+            pool=self.pool,
+            version_hash=self.version_hash,
+            state=final.state,
+            values=end_values(self, final, now),
+            at=now,
+        )
 
 
 def claim_try(
@@ -79,7 +95,7 @@ def claim_try(
         max_tries=ti.max_tries,
         generation=ti.generation,
         fileloc=run.fileloc,
-        task_spec=run.task_spec or {},
+        task_spec=parse_task_spec(run.task_spec, run.run_version, ti.task_id),
         version_hash=run.run_version,
         run={
             "params": {**(run.params or {}), **(run.conf or {})},
@@ -173,21 +189,12 @@ def final_for_failure(claim: Claim, error: str, retryable: bool) -> Final:
     return Final(TI.FAILED, error)
 
 
-def record_final(session: Session, claim: Claim, final: Final) -> bool:
-    """Write the end of the try, fenced; False when the try no longer held the task instance."""
-    values = end_values(claim, final, utcnow())
-    moved = transition_tis(
-        session, [claim.fence.ti_id], [TI.RUNNING], final.state, values, claim.fence
-    )
-    return moved == 1
-
-
 def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
     """What recording the end writes besides the state."""
     # A supervisor lived to record this end: the delivery count starts over (see claim_try).
     values: dict[str, Any] = {"end_date": now, "error": final.error, "deliveries": 0}
     if final.state == TI.UP_FOR_RETRY:
-        delay = float(claim.task_spec.get("retry_delay_seconds", 0))
+        delay = claim.task_spec.retry_delay_seconds
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
     return values
 
@@ -217,9 +224,9 @@ def claim_through_outage(
 
 
 def end_through_outage(
-    url: str, claim: Claim, final: Final, end: Callable[[], tuple[bool, list[Queued]]]
-) -> tuple[bool, list[Queued]]:
-    """``end()`` (recording the try's end), waiting out an outage of the store.
+    url: str, claim: Claim, final: Final, end: Callable[[], Recorded]
+) -> Recorded:
+    """``end()`` (recording the try's end, ``state.end.end_try``), waiting out an outage.
 
     A connection lost after the server committed the end but before it said so looks like a
     failure: the next attempt is then refused (the try is no longer running), though the end
@@ -228,13 +235,13 @@ def end_through_outage(
     """
     attempts = 0
 
-    def attempt() -> tuple[bool, list[Queued]]:
+    def attempt() -> Recorded:
         nonlocal attempts
         attempts += 1
-        recorded, ready = end()
-        if not recorded and attempts > 1 and _ended_as(url, claim, final):
-            return True, []
-        return recorded, ready
+        recorded = end()
+        if not recorded.recorded and attempts > 1 and _ended_as(url, claim, final):
+            return Recorded(True, [])
+        return recorded
 
     ti = claim.ti
     what = f"recording the end of {ti.dag_id}/{ti.run_id}/{ti.task_id} try {claim.fence.try_number}"

@@ -19,6 +19,7 @@ from sqlalchemy import update
 from broker_config import message_of
 from state import outage
 from state.db import session_scope
+from state.end import Recorded, end_try
 from state.enums import TaskInstanceState
 from state.models import TaskInstance, utcnow
 from state.scheduling import Enqueue
@@ -33,7 +34,6 @@ from worker.claim import (
     claim_through_outage,
     claim_try,
     end_through_outage,
-    record_final,
 )
 
 __all__ = ["make_home", "published"]  # the fixtures, imported for pytest
@@ -48,16 +48,15 @@ def _claimed(home: Home, published: list[Enqueue]) -> Claim:
     return claim
 
 
-def _end_losing_its_first_reply(home: Home, claim: Claim) -> Callable[[], tuple[bool, list[Any]]]:
+def _end_losing_its_first_reply(home: Home, claim: Claim) -> Callable[[], Recorded]:
     calls: list[int] = []
 
-    def end() -> tuple[bool, list[Any]]:
+    def end() -> Recorded:
         calls.append(1)
-        with session_scope(home.url) as session:
-            recorded = record_final(session, claim, SUCCESS)
+        recorded = end_try(home.url, claim.end(SUCCESS))
         if len(calls) == 1:
             raise lost_connection()  # committed; the reply never came back
-        return recorded, []
+        return recorded
 
     return end
 
@@ -78,12 +77,11 @@ def test_an_end_refused_after_an_outage_stays_refused(
     claim = _claimed(home, published)
     calls: list[int] = []
 
-    def end() -> tuple[bool, list[Any]]:
+    def end() -> Recorded:
         calls.append(1)
         if len(calls) == 1:
             raise lost_connection()
-        with session_scope(home.url) as session:
-            return record_final(session, claim, SUCCESS), []
+        return end_try(home.url, claim.end(SUCCESS))
 
     # Meanwhile the zombie rule gave the try up: this end is not the one recorded.
     with session_scope(home.url) as session:
