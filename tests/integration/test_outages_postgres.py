@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from state.db import get_engine
 from tests.integration.conftest import Fleet
 from tests.integration.test_outages_servers import (
     PostgresServer,
@@ -107,3 +108,36 @@ def test_an_outage_past_the_zombie_threshold_retries_or_fails_the_tries(
         first_try = (fleet.home / f"logs/outage/r1/{task_id}/-1/1.log").read_text()
         assert "nothing recorded" in first_try and "ended success" not in first_try
     assert all(process.poll() is None for process, _ in fleet.processes)
+
+
+def test_a_message_delivered_while_the_store_is_away_costs_no_try(
+    tmp_path: Path, own_postgres: PostgresServer, redis_url: str
+) -> None:
+    """Its claim waits for the store; past the bound (5 s here) the message goes back on the
+    queue, is delivered again, and waits again: no try is used, none is lost."""
+    fleet = outage_fleet(tmp_path, own_postgres.url, redis_url, sleep_seconds=1)
+    fleet.env["TRADEWIND_ZOMBIE_THRESHOLD_SECONDS"] = "6"
+    try:
+        fleet.start_scheduler()
+        fleet.trigger("outage", "r1")
+        tis = lambda: fleet.task_instances("outage", "r1")  # noqa: E731
+        fleet.wait_for(
+            lambda: tis()["left"].state == tis()["right"].state == "queued",
+            30,
+            "the sleepers to be queued, with no worker to take them",
+        )
+        get_engine(own_postgres.url).dispose()
+        own_postgres.stop()
+        fleet.start_worker("w1", concurrency=2)
+        fleet.wait_for(
+            lambda: "giving the message back" in fleet.log("w1"), 60, "a claim to give up"
+        )
+        own_postgres.start()
+
+        assert wait_run_through_outage(fleet, "outage", "r1") == "success"
+        bodies = sorted(bodies_run(Path(fleet.env["OUTAGE_RECORD"])))
+        assert bodies == ["r1 after 1", "r1 left 1", "r1 right 1"]
+        assert "claiming outage/r1/left try 1: the SQL store is unavailable" in fleet.log("w1")
+        assert all(process.poll() is None for process, _ in fleet.processes)
+    finally:
+        fleet.stop()
