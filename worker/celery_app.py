@@ -33,7 +33,6 @@ log = logging.getLogger("tradewind.worker")
 _publish_wait = {"seconds": 60.0}
 
 
-
 def create_app() -> Celery:
     settings = get_settings()
     # How long a try waits out an outage of the store (state/outage.py); inherited by the pool.
