@@ -14,6 +14,10 @@ DAG file, if it changed, so the next spares inherit it, and forks the next spare
 finds its DAG file changed since its fork loads it itself. Once a taken task process is reaped
 the server says ``TaskProcessExited`` with its exit code.
 
+A spare started with ``then_wait`` (``TRADEWIND_TASK_PROCESS_REUSE``) may run several tries, each
+sent to it by the pool process on the spare's channel (``worker/task_runner/warm_loop.py``); the
+server learns nothing of them, and reports its exit once, after its last.
+
 It exits when the pool process closes the channel or dies, and kills what is left of its task
 processes then: they must not outlive the supervisor that records them.
 """
