@@ -118,9 +118,11 @@ class SupervisorLoop:
 
     def ended_cleanly(self) -> bool:
         """Said and closed, never stopped: its task process may run another try (worker/warm.py)."""
+        deadlines: Deadlines | None = getattr(self, "deadlines", None)  # None: run() never began
         return (
-            self._said_and_closed()
-            and self.deadlines.stopping_reason is None
+            deadlines is not None
+            and deadlines.stopping_reason is None
+            and self._said_and_closed()
             and self.process.exit_code is None
         )
 
