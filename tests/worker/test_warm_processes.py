@@ -31,11 +31,13 @@ from worker import fork_server, warm
 
 TI = TaskInstanceState
 
+ROOT = Path(__file__).resolve().parents[2]
 DAGS = """
 import datetime as dt
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -133,6 +135,53 @@ def _():
 @scenario("quiet")
 def _():
     pass
+
+
+@task
+def numbers():
+    return list(range(8))
+
+
+@task(task_concurrency=3)
+def doubled(x):
+    note("item_pid", str(os.getpid()))
+    return x * 2
+
+
+@task
+def pid_of(values):
+    note("pid", str(os.getpid()))
+    return values
+
+
+with DAG("items"):
+    pid_of(doubled.iterate(x=numbers()))
+
+
+@task.runtime(command=[sys.executable, {runtime!r}])
+def runtime_pid():
+    pass
+
+
+with DAG("runtime"):
+    runtime_pid()
+"""
+
+# A runtime task: it says which process it is, and whose child.
+RUNTIME = """
+import os, socket, sys
+sys.path.insert(0, {root!r})
+from worker import protocol as p
+
+comms = socket.socket(fileno=int(os.environ["TRADEWIND_COMMS_FD"]))
+for n, request in enumerate([
+    p.GetTaskDetails(protocol_version=p.PROTOCOL_VERSION),
+    p.SetXCom(key="return_value", value=[os.getpid(), os.getppid()]),
+    p.SucceedTask(),
+], start=1):
+    request.id = n
+    comms.sendall(p.encode(request))
+    p.read_frame(comms)
 """
 
 
@@ -147,7 +196,9 @@ def pool_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reuse: str) ->
         task_process_reuse=reuse,
     ) as made:
         (tmp_path / "out").mkdir()
-        made.write_dag(DAGS.format(out=str(tmp_path / "out")))
+        runtime = tmp_path / "runtime_task.py"
+        runtime.write_text(RUNTIME.format(root=str(ROOT)))
+        made.write_dag(DAGS.format(out=str(tmp_path / "out"), runtime=str(runtime)))
         assert made.sync().import_errors == {}
         fork_server.use_fork_server()
         try:
@@ -305,3 +356,26 @@ def test_stopping_the_fork_server_lets_the_idle_process_go(home: Home) -> None:
 
     assert warm._idle is None
     assert wait_until(lambda: pid_gone(idle))
+
+
+def test_an_iterable_task_s_item_threads_are_done_with_when_it_ends(home: Home) -> None:
+    assert run_dag(home, "items") == ["success"] * 3  # numbers, doubled (iterable), pid_of
+    run_pk = RUNS["items"]
+    assert json.loads(home.xcoms(run_pk)[("pid_of", "return_value")]) == [x * 2 for x in range(8)]
+
+    # Its items ran on threads that were joined: the same process ran the next try.
+    assert set(out(home, "item_pid")) == {str(scenario_pid(home))}
+    assert "not reused" not in try_log(home, run_pk, "doubled", 1)
+
+
+def test_a_runtime_task_starts_fresh_and_leaves_the_warm_process_waiting(home: Home) -> None:
+    warm_pid = probe_pid(home)
+
+    assert run_dag(home, "runtime") == ["success"]
+
+    runtime_pid, runtime_parent = json.loads(
+        home.xcoms(RUNS["runtime"])[("runtime_pid", "return_value")]
+    )
+    assert runtime_pid != warm_pid
+    assert runtime_parent == os.getpid()  # exec'd by the supervisor itself, as always
+    assert probe_pid(home) == warm_pid
