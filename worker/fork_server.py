@@ -269,11 +269,11 @@ def start_python_task(
     if not _enabled:
         return fork_python_task(task_body(dag, task, details))
     reap_finished()
-    start = p.StartTaskProcess(
-        fileloc=fileloc, dag_id=dag.dag_id, task_id=task.task_id, details=details
-    )
     warm = take_idle() if reuse > 1 else None
     if warm is not None:
+        start = p.StartTaskProcess(
+            fileloc=fileloc, dag_id=dag.dag_id, task_id=task.task_id, details=details
+        )
         started = _start_warm(warm, start, reuse)
         if started is not None:
             return started
