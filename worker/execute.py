@@ -85,7 +85,8 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
         if task.options.command is None:
             try:
                 details = details_at_start(ctx)
-                process = start_python_task(claim.fileloc, dag, task, details)
+                reuse = settings.task_process_reuse
+                process = start_python_task(claim.fileloc, dag, task, details, reuse)
             except ForkServerError as error:
                 try_log.line("supervisor", f"could not start the task: {error}")
                 return final_for_failure(claim, f"could not start the task: {error}", True)

@@ -326,6 +326,9 @@ class StartTaskProcess(_Message):
     # The handshake's reply, when the supervisor could give it before the start: the task
     # process then skips the handshake (docs/protocol.md §5).
     details: TaskDetails | None = None
+    # TRADEWIND_TASK_PROCESS_REUSE: after this try, say ``TaskProcessIdle`` or
+    # ``TaskProcessExiting`` on this channel, and if idle wait on it for the next start.
+    then_wait: bool = False
 
 
 class SpareTaken(_Message):
@@ -347,6 +350,31 @@ FromForkServer = Annotated[
     SpareReady | TaskProcessExited | ErrorResponse, Field(discriminator="type")
 ]
 FROM_FORK_SERVER: TypeAdapter[FromForkServer] = TypeAdapter(FromForkServer)
+
+
+# --- a warm task process's channel (TRADEWIND_TASK_PROCESS_REUSE, DESIGN.md §7) -----------
+# The spare's channel, kept by the pool process after a start with ``then_wait``. Once the try's
+# outcome is said, and before the task process closes the try's socket and pipes (so the
+# supervisor finds it waiting when it sees them close), it says one of these two.
+
+
+class TaskProcessIdle(_Message):
+    """The try ended cleanly: the next ``StartTaskProcess`` may come on this channel."""
+
+    type: Literal["TaskProcessIdle"] = "TaskProcessIdle"
+    pid: int
+
+
+class TaskProcessExiting(_Message):
+    """The try left the process unfit for another (a child, a changed cwd...): it exits."""
+
+    type: Literal["TaskProcessExiting"] = "TaskProcessExiting"
+    pid: int
+    reason: str
+
+
+FromWarmTaskProcess = Annotated[TaskProcessIdle | TaskProcessExiting, Field(discriminator="type")]
+FROM_WARM_TASK_PROCESS: TypeAdapter[FromWarmTaskProcess] = TypeAdapter(FromWarmTaskProcess)
 
 
 # --- frames -------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, reap_later
 from worker.requests import handle
 from worker.try_context import TryContext
+from worker.warm import keep_or_release
 
 log = logging.getLogger(__name__)
 TI = TaskInstanceState
@@ -117,6 +118,16 @@ class SupervisorLoop:
         costs a noop try ~4 ms; it is reaped later (``reap_later``).
         """
         return not self._open and self.ctx.outcome is not None and not self.timed_out
+
+    def ended_cleanly(self) -> bool:
+        """Said and closed, never stopped: its task process may run another try (worker/warm.py)."""
+        deadlines: Deadlines | None = getattr(self, "deadlines", None)  # None: run() never began
+        return (
+            deadlines is not None
+            and deadlines.stopping_reason is None
+            and self._said_and_closed()
+            and self.process.exit_code is None
+        )
 
     def _on_exit(self, selector: selectors.BaseSelector, fileobj: object) -> None:
         selector.unregister(fileobj)  # type: ignore[arg-type]
@@ -275,6 +286,8 @@ class SupervisorLoop:
             # is set before its first request; SIGUSR2 is handled before SIGTERM).
             with suppress(ProcessLookupError):
                 os.kill(self.process.pid, signal.SIGUSR2)
+        if self.process.warm is not None:
+            self.process.warm.close()  # a stopped try ends its process: it must not wait idle
         self.ctx.log.line("supervisor", f"{reason}: sending SIGTERM to the task's process group")
         self.process.signal_group(signal.SIGTERM)
         self.deadlines.kill = time.monotonic() + self.kill_grace_seconds
@@ -330,7 +343,8 @@ def supervise_process(
         raise
     finally:
         close_process_handles(process)
-        reap_later(process)
+        if not keep_or_release(process.warm, ctx.log, loop.ended_cleanly()):
+            reap_later(process)
     return decide_final(loop, claim)
 
 

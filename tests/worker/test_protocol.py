@@ -40,6 +40,8 @@ TO_HELPER = union_members(p.ToHelper)
 FROM_FORK_SERVER = union_members(p.FromForkServer)
 TO_FORK_SERVER = {p.SpareTaken}
 TO_SPARE = {p.StartTaskProcess}
+# A warm task process says, on the spare's channel, whether it waits for another try.
+FROM_WARM = union_members(p.FromWarmTaskProcess)
 
 
 @pytest.mark.parametrize("cls", message_classes(), ids=lambda cls: cls.__name__)
@@ -51,8 +53,16 @@ def test_every_message_travels_in_exactly_one_direction() -> None:
     assert REQUESTS.isdisjoint(REPLIES)
     assert FROM_HELPER.isdisjoint(TO_HELPER)
     assert set(message_classes()) == (
-        REQUESTS | REPLIES | FROM_HELPER | TO_HELPER | FROM_FORK_SERVER | TO_FORK_SERVER | TO_SPARE
+        REQUESTS
+        | REPLIES
+        | FROM_HELPER
+        | TO_HELPER
+        | FROM_FORK_SERVER
+        | TO_FORK_SERVER
+        | TO_SPARE
+        | FROM_WARM
     )
+    assert {p.TaskProcessIdle, p.TaskProcessExiting} == FROM_WARM
     assert {p.SpareReady, p.TaskProcessExited, p.ErrorResponse} == FROM_FORK_SERVER
     # The helper's look-ups are the task's requests; only its call traffic is its own.
     helper_asks, helper_gets = FROM_HELPER - REQUESTS, TO_HELPER - REPLIES

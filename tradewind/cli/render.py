@@ -265,13 +265,19 @@ class RunProgress:
         self.started = time.monotonic()
 
     def update(
-        self, run_state: str, states: Iterable[str], items: Iterable[ItemsProgress] = ()
+        self,
+        run_state: str,
+        states: Iterable[str] | Mapping[str, int],
+        items: Iterable[ItemsProgress] = (),
     ) -> None:
-        """The latest poll: the run's state, its task instances' states, and the item progress
-        of its iterable task instances (none: no item bar).
+        """The latest poll: the run's state, its task instances' states (or how many are in
+        each), and the item progress of its iterable task instances (none: no item bar).
         """
         self.run_state = run_state
-        self.states = Counter(str(state) for state in states)
+        if isinstance(states, Mapping):
+            self.states = Counter({str(state): n for state, n in states.items()})
+        else:
+            self.states = Counter(str(state) for state in states)
         self.items = list(items)
 
     def __rich__(self) -> RenderableType:
