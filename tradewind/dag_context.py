@@ -19,3 +19,23 @@ def push(dag: Any) -> None:
 
 def pop() -> None:
     _STACK.pop()
+
+
+#: Task groups being defined right now, innermost last.
+_GROUPS: list[Any] = []
+
+
+def current_group(dag: Any) -> Any:
+    """The innermost open task group of ``dag``; None outside every group."""
+    for group in reversed(_GROUPS):
+        if group.dag is dag:
+            return group
+    return None
+
+
+def push_group(group: Any) -> None:
+    _GROUPS.append(group)
+
+
+def pop_group() -> None:
+    _GROUPS.pop()

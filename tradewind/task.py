@@ -13,7 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tradewind import dag_context
+from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.dag_context import current_dag
+from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapping import BatchedTask, PartialTask
 from tradewind.trigger_rules import TriggerRule
@@ -48,10 +51,30 @@ class TaskOptions:
     task_concurrency: int = 16
     fail_fast: bool = False
     command: Sequence[str] | None = None
+    owner: str = "airflow"
+    task_display_name: str | None = None
+    doc_md: str | None = None
+    # Each retry waits retry_delay * backoff ** (retries so far), at most max_retry_delay.
+    retry_exponential_backoff: float = 0.0
+    max_retry_delay: dt.timedelta | None = None
+    retry_policy: Any = None
+    on_retry_callback: Callback | None = None
+    on_skipped_callback: Callback | None = None
+    params: dict[str, Any] | None = None
+    templates_dict: dict[str, Any] | None = None
+    templates_exts: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         self.retry_delay = as_timedelta(self.retry_delay, "retry_delay")
         self.execution_timeout = as_timedelta(self.execution_timeout, "execution_timeout")
+        self.max_retry_delay = as_timedelta(self.max_retry_delay, "max_retry_delay")
+        self.retry_exponential_backoff = _backoff(self.retry_exponential_backoff)
+        if self.retry_policy is not None and not callable(
+            getattr(self.retry_policy, "evaluate", None)
+        ):
+            raise DagDefinitionError(
+                f"retry_policy must be an ExceptionRetryPolicy, got {self.retry_policy!r}"
+            )
         try:
             self.trigger_rule = TriggerRule(self.trigger_rule)
         except ValueError:
@@ -65,8 +88,45 @@ class TaskOptions:
             raise DagDefinitionError(f"task_concurrency must be >= 1, got {self.task_concurrency}")
 
 
+def _backoff(value: Any) -> float:
+    """``True`` doubles the delay at each retry, as in Airflow; a number > 1 is the factor."""
+    if value is True:
+        return 2.0
+    if value is False or value == 0:
+        return 0.0
+    if isinstance(value, int | float) and value > 1:
+        return float(value)
+    raise DagDefinitionError(
+        f"retry_exponential_backoff must be True, False or a factor > 1, got {value!r}"
+    )
+
+
+#: What ``default_args`` may set: the task options, minus what names one task.
+DEFAULT_ARG_NAMES = frozenset(TaskOptions.__dataclass_fields__) - {"task_id", "command"}
+
+
+def check_default_args(where: str, default_args: dict[str, Any] | None) -> dict[str, Any]:
+    """``default_args`` with the default-only keys checked and removed; unknown keys refused."""
+    checked = dict(default_args or {})
+    take_default_only(f"{where} default_args", checked)
+    refuse_unsupported(
+        f"{where} default_args", {k: v for k, v in checked.items() if k not in DEFAULT_ARG_NAMES}
+    )
+    return checked
+
+
+def task_options(where: str, options: dict[str, Any]) -> TaskOptions:
+    """``TaskOptions`` of what ``@task(...)`` was given; an argument not supported is refused."""
+    options = dict(options)
+    take_default_only(where, options)
+    refuse_unsupported(
+        where, {k: v for k, v in options.items() if k not in TaskOptions.__dataclass_fields__}
+    )
+    return TaskOptions(**options)
+
+
 @dataclass(eq=False)
-class Task:
+class Task(DependencyMixin):
     """One node of a DAG: the callable, its options and its arguments (XComArgs unresolved)."""
 
     task_id: str
@@ -79,6 +139,14 @@ class Task:
     dag: Any = None
     # Set by .expand / .iterate (the mapping issue): how the arguments are spread over items.
     mapping: dict[str, Any] | None = None
+    task_group: Any = None
+    label: str = ""  # the id given, before the groups' prefixes
+    upstream_labels: dict[str, str] = field(default_factory=dict)  # edge Label()s by upstream
+    operator: Any = None  # the BaseOperator this task runs, for classic operators
+
+    @property
+    def group_id(self) -> str | None:
+        return self.task_group.group_id if self.task_group is not None else None
 
     def __getattr__(self, name: str) -> Any:
         # Options read like attributes, as on an Airflow operator (task.retries, task.queue...).
@@ -91,59 +159,33 @@ class Task:
     def is_runtime(self) -> bool:
         return self.options.command is not None
 
-    def set_upstream(self, other: Task | XComArg | Iterable[Task | XComArg]) -> None:
-        for upstream in _tasks_of(other):
-            if upstream.dag is not self.dag:
-                raise DagDefinitionError(
-                    f"{upstream.task_id} and {self.task_id} are in different DAGs"
-                )
-            self.upstream_task_ids.add(upstream.task_id)
-            upstream.downstream_task_ids.add(self.task_id)
+    def roots(self) -> list[Task]:
+        return [self]
 
-    def set_downstream(self, other: Task | XComArg | Iterable[Task | XComArg]) -> None:
-        for downstream in _tasks_of(other):
-            downstream.set_upstream(self)
-
-    def __rshift__(self, other: Any) -> Any:
-        self.set_downstream(other)
-        return other
-
-    def __lshift__(self, other: Any) -> Any:
-        self.set_upstream(other)
-        return other
-
-    def __rrshift__(self, other: Any) -> Task:
-        self.set_upstream(other)
-        return self
-
-    def __rlshift__(self, other: Any) -> Task:
-        self.set_downstream(other)
-        return self
-
-
-def _tasks_of(value: Task | XComArg | Iterable[Task | XComArg]) -> list[Task]:
-    if isinstance(value, Task):
-        return [value]
-    if isinstance(value, XComArg):
-        return [value.task]
-    if isinstance(value, list | tuple | set):
-        return [task for item in value for task in _tasks_of(item)]
-    raise DagDefinitionError(
-        f"cannot depend on {value!r}: use a task, a task's result, or a list of them"
-    )
+    def leaves(self) -> list[Task]:
+        return [self]
 
 
 class TaskDecorator:
     """A decorated function: call it in a DAG to add a task; ``.override`` changes options."""
 
-    def __init__(self, function: Callable[..., Any] | None, options: TaskOptions) -> None:
+    def __init__(
+        self,
+        function: Callable[..., Any] | None,
+        options: TaskOptions,
+        explicit: Iterable[str] = (),
+    ) -> None:
         self.function = function
         self.options = options
+        # The options given here, which default_args of the DAG or a group do not override.
+        self.explicit = frozenset(explicit)
         if function is not None:
             functools.update_wrapper(self, function)
 
     def override(self, **changes: Any) -> TaskDecorator:
-        return TaskDecorator(self.function, replace(self.options, **changes))
+        task_options(f"{self.default_task_id}.override()", changes)
+        changed = replace(self.options, **changes)
+        return TaskDecorator(self.function, changed, self.explicit | changes.keys())
 
     def __call__(self, *args: Any, **kwargs: Any) -> XComArg:
         return XComArg(self._add_task(args, kwargs))
@@ -170,18 +212,28 @@ class TaskDecorator:
             )
         if self.function is not None:
             _check_signature(self.function, args, kwargs, mapping)
+        group = dag_context.current_group(dag)
+        label = self.options.task_id or self.default_task_id
         task = Task(
-            task_id=dag.unique_task_id(self.options.task_id or self.default_task_id),
+            task_id=dag.unique_task_id(group.child_id(label) if group else label),
             python_callable=self.function,
-            options=self.options,
+            options=self._options_in(dag, group),
             args=args,
             kwargs=kwargs,
             mapping=mapping,
+            task_group=group,
+            label=label,
         )
         dag.add_task(task)
         for upstream in find_xcom_args((args, kwargs, mapping)):
             task.set_upstream(upstream.task)
         return task
+
+    def _options_in(self, dag: Any, group: Any) -> TaskOptions:
+        """The options with the DAG's and the groups' ``default_args`` under those given."""
+        defaults = group.merged_default_args() if group is not None else dict(dag.default_args)
+        unset = {k: v for k, v in defaults.items() if k not in self.explicit}
+        return replace(self.options, **unset) if unset else self.options
 
     @property
     def default_task_id(self) -> str:
@@ -200,13 +252,10 @@ def _check_signature(
 
 def task(python_callable: Callable[..., Any] | None = None, **options: Any) -> Any:
     """Make a TaskFlow task of a function: ``@task`` or ``@task(retries=2, ...)``."""
-    try:
-        parsed = TaskOptions(**options)
-    except TypeError as error:
-        raise DagDefinitionError(f"@task: {error}") from None
+    parsed = task_options("@task", options)
     if python_callable is not None:
-        return TaskDecorator(python_callable, parsed)
-    return lambda function: TaskDecorator(function, parsed)
+        return TaskDecorator(python_callable, parsed, options)
+    return lambda function: TaskDecorator(function, parsed, options)
 
 
 def runtime(
@@ -216,8 +265,8 @@ def runtime(
     supervisor's protocol; the decorated function names the task and its arguments."""
     if isinstance(command, str) or not command:
         raise DagDefinitionError("@task.runtime(command=[...]) takes a non-empty list of strings")
-    parsed = TaskOptions(command=list(command), **options)
-    return lambda function: TaskDecorator(function, parsed)
+    parsed = task_options("@task.runtime", {"command": list(command), **options})
+    return lambda function: TaskDecorator(function, parsed, ["command", *options])
 
 
 task.runtime = runtime  # type: ignore[attr-defined]

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tradewind.dependencies import DependencyMixin
+
 if TYPE_CHECKING:
     from tradewind.task import Task
 
@@ -13,7 +15,7 @@ RETURN_VALUE = "return_value"
 
 
 @dataclass(frozen=True)
-class XComArg:
+class XComArg(DependencyMixin):
     """A reference to one XCom of an upstream task; passing it to a task makes the dependency."""
 
     task: Task
@@ -23,28 +25,16 @@ class XComArg:
         # Subscripting a multiple_outputs result picks the XCom pushed under that key.
         return XComArg(self.task, key)
 
-    def __rshift__(self, other: Any) -> Any:
-        return self.task >> other
+    def roots(self) -> list[Task]:
+        return [self.task]
 
-    def __lshift__(self, other: Any) -> Any:
-        return self.task << other
-
-    def __rrshift__(self, other: Any) -> XComArg:
-        self.task.__rrshift__(other)
-        return self
-
-    def __rlshift__(self, other: Any) -> XComArg:
-        # `[a, b] << c`: a list has no `<<`, so Python asks the right operand.
-        self.task.__rlshift__(other)
-        return self
+    def leaves(self) -> list[Task]:
+        return [self.task]
 
     def __iter__(self) -> Iterator[Any]:
         raise TypeError(
             "an XComArg is a future value: pass it to another task instead of iterating"
         )
-
-    def to_ref(self) -> dict[str, str]:
-        return {"__xcom__": self.task.task_id, "key": self.key}
 
 
 def find_xcom_args(value: Any) -> Iterator[XComArg]:

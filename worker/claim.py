@@ -79,6 +79,7 @@ def claim_try(
         version_hash=run.run_version,
         run={
             "params": {**(run.params or {}), **(run.conf or {})},
+            "conf": dict(run.conf or {}),
             "run_type": run.run_type,
             "logical_date": run.logical_date,
             "data_interval_start": run.data_interval_start,

@@ -152,6 +152,8 @@ class TaskDetails(_Message):
     generation: int
     params: dict[str, Any]
     run_type: str
+    # The trigger's conf alone (``params`` has it merged over the DAG's params): ``dag_run.conf``.
+    conf: dict[str, Any] = Field(default_factory=dict)
     logical_date: dt.datetime | None = None
     data_interval_start: dt.datetime | None = None
     data_interval_end: dt.datetime | None = None
