@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from state.enums import TaskInstanceState
 from state.models import DagModel, TaskInstance, utcnow
+from state.retries import retry_delay_seconds
 from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
 
 TI = TaskInstanceState
@@ -40,7 +41,7 @@ def give_up_try(
     values: dict[str, Any] = {"end_date": now, "error": error}
     if retry:
         values["next_retry_at"] = now + dt.timedelta(
-            seconds=float(spec.get("retry_delay_seconds", 0))
+            seconds=retry_delay_seconds(spec, ti.try_number)
         )
     fence = Fence(ti.id, ti.try_number, ti.fence_token or "")
     moved = transition_tis(session, [ti.id], [TI.RUNNING], target, values, fence)

@@ -22,6 +22,7 @@ from tradewind.exceptions import (
     SkipTask,
 )
 from tradewind.params import Param, ParamValidationError
+from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
@@ -36,10 +37,13 @@ __all__ = [
     "Connection",
     "DagDefinitionError",
     "EdgeModifier",
+    "ExceptionRetryPolicy",
     "FailTask",
     "Label",
     "Param",
     "ParamValidationError",
+    "RetryAction",
+    "RetryRule",
     "SkipTask",
     "TaskGroup",
     "TriggerRule",

@@ -159,6 +159,16 @@ class Task(DependencyMixin):
     def is_runtime(self) -> bool:
         return self.options.command is not None
 
+    def render_template(self, content: Any, context: dict[str, Any]) -> Any:
+        """``content`` rendered with ``context`` (as ``context["task"].render_template``)."""
+        from tradewind.templates import render_value
+
+        def resolve(arg: XComArg) -> Any:
+            return context["ti"].xcom_pull(task_ids=arg.task.task_id, key=arg.key)
+
+        exts = tuple(self.options.templates_exts or ())
+        return render_value(content, context, self.dag, resolve, exts, f"task {self.task_id}")
+
     def roots(self) -> list[Task]:
         return [self]
 
@@ -270,3 +280,27 @@ def runtime(
 
 
 task.runtime = runtime  # type: ignore[attr-defined]
+
+
+def _not_yet(kind: str, feature: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise DagDefinitionError(f"@task.{kind} is not supported by Tradewind yet ({feature})")
+
+    return refuse
+
+
+# Airflow's other task kinds: a DAG file using one fails its import naming it, never at run time.
+for _kind, _feature in {
+    "branch": "branching",
+    "short_circuit": "short-circuiting",
+    "bash": "bash tasks",
+    "sensor": "sensors",
+    "virtualenv": "virtualenv tasks",
+    "external_python": "external Python tasks",
+    "branch_virtualenv": "branching",
+    "branch_external_python": "branching",
+    "docker": "docker tasks",
+    "kubernetes": "kubernetes tasks",
+    "pyspark": "pyspark tasks",
+}.items():
+    setattr(task, _kind, _not_yet(_kind, _feature))

@@ -131,6 +131,8 @@ class FailTask(_Message):
     type: Literal["FailTask"] = "FailTask"
     error: str
     retryable: bool = True
+    # Set by the task's retry policy: the wait before the next try, instead of retry_delay.
+    retry_delay_seconds: float | None = None
 
 
 class SkipTask(_Message):
