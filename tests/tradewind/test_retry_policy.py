@@ -1,0 +1,66 @@
+"""Retry policies decide on a failure's exception; exponential backoff stretches the delay."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from state.retries import retry_delay_seconds
+from tradewind import DagDefinitionError, ExceptionRetryPolicy, RetryAction, RetryRule, task
+
+
+class ApiError(Exception):
+    pass
+
+
+class RateLimited(ApiError):
+    pass
+
+
+def test_the_first_matching_rule_decides() -> None:
+    policy = ExceptionRetryPolicy(
+        rules=[
+            RetryRule(exception=RateLimited, retry_delay=dt.timedelta(seconds=30), reason="slow"),
+            RetryRule(exception=ApiError, action=RetryAction.FAIL),
+        ]
+    )
+
+    slow = policy.evaluate(RateLimited())
+    assert slow is not None
+    assert (slow.retryable, slow.retry_delay_seconds, slow.reason) == (True, 30.0, "slow")
+    failed = policy.evaluate(ApiError())
+    assert failed is not None and not failed.retryable
+    assert policy.evaluate(KeyError()) is None  # no rule: the task's retries decide
+
+
+def test_a_rule_matches_a_dotted_name_of_the_class_or_a_base() -> None:
+    name = f"{ApiError.__module__}.{ApiError.__qualname__}"
+    rule = RetryRule(exception=name, action=RetryAction.FAIL)
+
+    assert rule.matches(RateLimited())
+    assert not rule.matches(ValueError())
+    assert RetryRule(exception="requests.exceptions.HTTPError").matches(ValueError()) is False
+
+
+def test_a_default_rule_leaves_the_decision_to_the_task() -> None:
+    policy = ExceptionRetryPolicy(rules=[RetryRule(exception=ValueError, action="default")])
+
+    assert policy.evaluate(ValueError()) is None
+
+
+def test_bad_policies_are_refused_at_import() -> None:
+    with pytest.raises(DagDefinitionError, match="exception class or its dotted name"):
+        RetryRule(exception=3)  # type: ignore[arg-type]
+    with pytest.raises(DagDefinitionError, match="retry_policy must be an ExceptionRetryPolicy"):
+        task(retry_policy="retry")
+
+
+def test_exponential_backoff_multiplies_the_delay_up_to_its_cap() -> None:
+    spec = {"retry_delay_seconds": 10, "retry_exponential_backoff": 2.0}
+
+    assert [retry_delay_seconds(spec, n) for n in (1, 2, 3)] == [10, 20, 40]
+    capped = {**spec, "max_retry_delay_seconds": 25}
+    assert retry_delay_seconds(capped, 3) == 25
+    assert retry_delay_seconds({"retry_delay_seconds": 10}, 5) == 10
+    assert retry_delay_seconds(spec, 10_000) == 24 * 3600  # no overflow, Airflow's day cap
