@@ -5,7 +5,7 @@ pull, Jinja templates, retry policies and the retry and skip callbacks; each DAG
 
 from __future__ import annotations
 
-import datetime as dt
+import re
 import subprocess
 import textwrap
 from collections.abc import Callable
@@ -171,8 +171,7 @@ def test_a_task_gets_the_context_xcoms_and_rendered_templates(
     assert "pulled all: [10, 20, 30]" in output
     assert "pulled list: ['first', [10, 20, 30]]" in output
     assert "pulled missing: dflt" in output
-    today = dt.datetime.now(dt.UTC).strftime("%Y%m%d")
-    assert f"text: run test__" in output and f" on {today}" in output
+    assert re.search(r"text: run test__\S+ on \d{8}\n", output)
     assert "pulled: 7" in output
     assert "upstream: first" in output  # a task's result is resolved, not rendered
     assert "dict: {'greeting': 'hello in blue'}" in output
