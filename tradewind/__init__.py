@@ -21,6 +21,7 @@ from tradewind.exceptions import (
     FailTask,
     SkipTask,
 )
+from tradewind.operators import BaseOperator
 from tradewind.params import Param, ParamValidationError
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 from tradewind.state_store import NEVER_EXPIRE
@@ -34,6 +35,7 @@ __all__ = [
     "NEVER_EXPIRE",
     "AirflowFailException",
     "AirflowSkipException",
+    "BaseOperator",
     "Connection",
     "DagDefinitionError",
     "EdgeModifier",

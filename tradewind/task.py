@@ -18,6 +18,7 @@ from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.dag_context import current_dag
 from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
+from tradewind.mapped_group import group_mapping
 from tradewind.mapping import BatchedTask, PartialTask
 from tradewind.trigger_rules import TriggerRule
 from tradewind.xcom_arg import XComArg, find_xcom_args
@@ -222,32 +223,60 @@ class TaskDecorator:
             )
         if self.function is not None:
             _check_signature(self.function, args, kwargs, mapping)
-        group = dag_context.current_group(dag)
         label = self.options.task_id or self.default_task_id
-        task = Task(
-            task_id=dag.unique_task_id(group.child_id(label) if group else label),
-            python_callable=self.function,
-            options=self._options_in(dag, group),
-            args=args,
-            kwargs=kwargs,
-            mapping=mapping,
-            task_group=group,
-            label=label,
+        return add_task(
+            dag, label, self.function, self.options, self.explicit, args, kwargs, mapping
         )
-        dag.add_task(task)
-        for upstream in find_xcom_args((args, kwargs, mapping)):
-            task.set_upstream(upstream.task)
-        return task
-
-    def _options_in(self, dag: Any, group: Any) -> TaskOptions:
-        """The options with the DAG's and the groups' ``default_args`` under those given."""
-        defaults = group.merged_default_args() if group is not None else dict(dag.default_args)
-        unset = {k: v for k, v in defaults.items() if k not in self.explicit}
-        return replace(self.options, **unset) if unset else self.options
 
     @property
     def default_task_id(self) -> str:
         return self.function.__name__ if self.function is not None else "runtime"
+
+
+def add_task(
+    dag: Any,
+    label: str,
+    function: Callable[..., Any] | None,
+    options: TaskOptions,
+    explicit: frozenset[str],
+    args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
+    mapping: dict[str, Any] | None = None,
+) -> Task:
+    """A new task of ``dag`` in the open task group: its id prefixed, the ``default_args`` of
+    the DAG and its groups under the options given, upstreams from the XComArgs it takes."""
+    group = dag_context.current_group(dag)
+    inherited = group_mapping(group)
+    if inherited is not None:
+        if mapping is not None:
+            raise DagDefinitionError(
+                f"task {label}: .{mapping['kind']}() inside the mapped task group "
+                f"{inherited['group']} is not supported: the group maps its tasks already"
+            )
+        mapping = inherited
+    task = Task(
+        task_id=dag.unique_task_id(group.child_id(label) if group else label),
+        python_callable=function,
+        options=_options_in(dag, group, options, explicit),
+        args=args,
+        kwargs=kwargs or {},
+        mapping=mapping,
+        task_group=group,
+        label=label,
+    )
+    dag.add_task(task)
+    for upstream in find_xcom_args((args, kwargs, mapping)):
+        task.set_upstream(upstream.task)
+    return task
+
+
+def _options_in(
+    dag: Any, group: Any, options: TaskOptions, explicit: frozenset[str]
+) -> TaskOptions:
+    """``options`` with the DAG's and the groups' ``default_args`` under those given."""
+    defaults = group.merged_default_args() if group is not None else dict(dag.default_args)
+    unset = {k: v for k, v in defaults.items() if k not in explicit}
+    return replace(options, **unset) if unset else options
 
 
 def _check_signature(

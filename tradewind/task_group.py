@@ -52,6 +52,8 @@ class TaskGroup(DependencyMixin):
         self.display_name = group_display_name
         self.default_args = check_default_args(f"task group {group_id}", default_args)
         self.task_ids: list[str] = []
+        #: Set on a mapped group (``.expand``): its tasks are mapped over these arguments.
+        self.mapping: dict[str, Any] | None = None
         self.group_id = self.dag.add_group(self, self._full_id(group_id), add_suffix_on_collision)
 
     def __repr__(self) -> str:
@@ -102,6 +104,7 @@ class TaskGroup(DependencyMixin):
             "tooltip": self.tooltip,
             "display_name": self.display_name,
             "tasks": sorted(self.task_ids),
+            "mapped": self.mapping is not None,
         }
 
 
@@ -126,12 +129,25 @@ class TaskGroupDecorator:
         return TaskGroupDecorator(self.function, {**self.group_kwargs, **changes})
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self.make_group() as group:
+            returned = self.function(*args, **kwargs)
+        return group if returned is None else returned
+
+    def make_group(self, mapping: dict[str, Any] | None = None) -> TaskGroup:
+        """A new group for one call, its id made unique (``g``, ``g__1``...)."""
         options = {"add_suffix_on_collision": True, **self.group_kwargs}
         group_id = options.pop("group_id", None) or self.function.__name__
         options.setdefault("tooltip", (self.function.__doc__ or "").strip())
-        with TaskGroup(group_id, **options) as group:
-            returned = self.function(*args, **kwargs)
-        return group if returned is None else returned
+        if mapping is not None:
+            from tradewind.mapped_group import check_not_nested
+
+            dag = options.get("dag") or dag_context.current_dag()
+            parent = options.get("parent_group") or dag_context.current_group(dag)
+            if parent is not None:
+                check_not_nested(parent, f"the mapped task group {group_id}")
+        group = TaskGroup(group_id, **options)
+        group.mapping = mapping
+        return group
 
     def expand(self, **mapped: Any) -> Any:
         return self.partial().expand(**mapped)

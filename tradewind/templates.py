@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tradewind.exceptions import TradewindError
+from tradewind.mapped_group import MappedArgument, group_resolver
 from tradewind.xcom_arg import XComArg
 
 if TYPE_CHECKING:
     import jinja2
 
-Resolve = Callable[[XComArg], Any]
+Resolve = Callable[[Any], Any]  # an XComArg or a MappedArgument to its value
 _MARKS = ("{{", "{%", "{#")
 
 
@@ -63,7 +64,7 @@ def render_value(
     where: str = "argument",
 ) -> Any:
     """``value`` with every string inside rendered and every XComArg resolved."""
-    if isinstance(value, XComArg):
+    if isinstance(value, XComArg | MappedArgument):
         return resolve(value)
     if isinstance(value, str):
         return render_string(value, context, dag, exts, where)
@@ -103,6 +104,7 @@ def render_arguments(
     into the context (the function gets it by naming a ``templates_dict`` parameter)."""
     exts = tuple(task.options.templates_exts or ())
     name = f"task {task.task_id}"
+    resolve = group_resolver(task, context, resolve)
     args = render_value(task.args, context, task.dag, resolve, exts, name)
     kwargs = render_value(task.kwargs, context, task.dag, resolve, exts, name)
     if task.options.templates_dict is not None:

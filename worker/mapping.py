@@ -104,12 +104,15 @@ def read_upstream(arg: XComArg, client: Any) -> Any:
 
 def expanded_arguments(task: Task, map_index: int, resolve: Resolver) -> dict[str, Any]:
     """The mapped arguments of one task instance of an ``.expand`` task."""
+    if task.mapping is not None and task.mapping.get("group"):
+        return {}  # a mapped group's task: its arguments pick their item (tradewind.mapped_group)
     return arguments_at(mapped_lists(task, resolve), map_index)
 
 
 def check_mappable(task: Task, result: Any) -> None:
     """A result another task maps over must be a list or a dict: fail the task that made it."""
-    if isinstance(result, list | tuple | dict) or task.dag is None:
+    # A map index's result is one item of the list its downstream maps over (second order).
+    if isinstance(result, list | tuple | dict) or task.dag is None or is_expanded(task):
         return
     for other in task.dag.tasks.values():
         mapped = other.mapping["kwargs"].values() if other.mapping else ()
