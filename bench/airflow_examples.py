@@ -147,8 +147,8 @@ def run_examples(wheel: Path, work: Path, only: list[str] | None = None) -> list
     folder = work / "dags"
     folder.mkdir(parents=True, exist_ok=True)
     names = write_dags_folder(wheel, folder, only)
-    env = {**os.environ, "TRADEWIND_HOME": str(work / "home"), "TRADEWIND_DAGS_FOLDER": str(folder)}
-    env = {k: v for k, v in env.items() if k != "TRADEWIND_DATABASE_URL"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
+    env |= {"TRADEWIND_HOME": str(work / "home"), "TRADEWIND_DAGS_FOLDER": str(folder)}
     reports = []
     for name in names:
         bag = DagBag(folder)
