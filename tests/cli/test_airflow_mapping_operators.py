@@ -138,3 +138,21 @@ def test_a_mapped_task_maps_over_a_mapped_tasks_results(
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "collected: [4, 8, 12]" in done.stdout
+
+
+def test_tasks_test_runs_one_task_alone(mapping_env: CliEnv, run_cli: RunCli) -> None:
+    done = run_cli("tasks", "test", "operators", "greet", timeout=120)
+    output = done.stdout + done.stderr
+
+    assert done.returncode == 0, output
+    assert "greeting: hi world" in output
+    assert "scales" not in output  # nothing downstream ran
+    listed = run_cli("dags", "test", "operators", "--run-id", "other", timeout=180)
+    assert listed.returncode == 0  # the test run left nothing queued behind
+
+
+def test_tasks_test_of_an_unknown_task_is_one_line(mapping_env: CliEnv, run_cli: RunCli) -> None:
+    done = run_cli("tasks", "test", "operators", "nope")
+
+    assert done.returncode != 0
+    assert done.stderr.strip() == "error: DAG 'operators' has no task 'nope'"
