@@ -8,19 +8,21 @@ task instances failing together retry together.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from state.structure import TaskSpec
 
 MAX_BACKOFF_SECONDS: Final = 24 * 3600.0
 
 
-def retry_delay_seconds(spec: Mapping[str, Any], try_number: int) -> float:
+def retry_delay_seconds(spec: TaskSpec, try_number: int) -> float:
     """The wait after try ``try_number`` (1 for the first) of the task ``spec`` failed."""
-    delay = float(spec.get("retry_delay_seconds", 0) or 0)
-    factor = float(spec.get("retry_exponential_backoff", 0) or 0)
+    delay = spec.retry_delay_seconds
+    factor = spec.retry_exponential_backoff
     if factor <= 1:
         return delay
-    cap = spec.get("max_retry_delay_seconds") or MAX_BACKOFF_SECONDS
+    cap = spec.max_retry_delay_seconds or MAX_BACKOFF_SECONDS
     # Capped before the power overflows a float on a task with many retries.
     exponent = min(max(try_number - 1, 0), 64)
     return float(min(delay * factor**exponent, float(cap)))

@@ -7,7 +7,8 @@ import datetime as dt
 import pytest
 
 from state.retries import retry_delay_seconds
-from tradewind import DagDefinitionError, ExceptionRetryPolicy, RetryAction, RetryRule, task
+from state.structure import parse_structure
+from tradewind import DAG, DagDefinitionError, ExceptionRetryPolicy, RetryAction, RetryRule, task
 
 
 class ApiError(Exception):
@@ -57,10 +58,21 @@ def test_bad_policies_are_refused_at_import() -> None:
 
 
 def test_exponential_backoff_multiplies_the_delay_up_to_its_cap() -> None:
-    spec = {"retry_delay_seconds": 10, "retry_exponential_backoff": 2.0}
+    @task(retry_delay=10, retry_exponential_backoff=True)
+    def backing_off() -> None:
+        pass
 
-    assert [retry_delay_seconds(spec, n) for n in (1, 2, 3)] == [10, 20, 40]
-    capped = {**spec, "max_retry_delay_seconds": 25}
-    assert retry_delay_seconds(capped, 3) == 25
-    assert retry_delay_seconds({"retry_delay_seconds": 10}, 5) == 10
-    assert retry_delay_seconds(spec, 10_000) == 24 * 3600  # no overflow, Airflow's day cap
+    @task(retry_delay=10, retry_exponential_backoff=True, max_retry_delay=25)
+    def capped() -> None:
+        pass
+
+    with DAG("backoff") as built:
+        backing_off()
+        capped()
+        backing_off.override(retry_exponential_backoff=False, task_id="plain")()
+    specs = parse_structure(built.structure()).tasks
+
+    assert [retry_delay_seconds(specs["backing_off"], n) for n in (1, 2, 3)] == [10, 20, 40]
+    assert retry_delay_seconds(specs["capped"], 3) == 25
+    assert retry_delay_seconds(specs["plain"], 5) == 10
+    assert retry_delay_seconds(specs["backing_off"], 10_000) == 24 * 3600  # Airflow's day cap
