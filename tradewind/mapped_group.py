@@ -61,7 +61,7 @@ def group_mapping(group: TaskGroup | None) -> dict[str, Any] | None:
     """The mapping a task added to ``group`` gets: its mapped group's (the nearest)."""
     while group is not None:
         if group.mapping is not None:
-            return {**group.mapping, "group": group.group_id}
+            return {**group.mapping, "group": group.group_id, "per_index": True}
         group = group.parent
     return None
 

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 EXPAND: Final = "expand"
 ITERATE: Final = "iterate"
+#: The one mapped argument of ``.expand_kwargs``: each item holds a map index's arguments.
+KWARGS_LIST: Final = "__kwargs__"
 
 
 def source_of(name: str, value: Any) -> dict[str, Any]:
@@ -62,6 +64,23 @@ class PartialTask:
     def expand(self, **mapped: Any) -> XComArg:
         """One task instance per item."""
         return self._map(EXPAND, mapped, None)
+
+    def expand_kwargs(self, kwargs_list: Any) -> XComArg:
+        """One task instance per dict of ``kwargs_list`` (a list of dicts, or a task's result
+        that is one), each called with that dict's keyword arguments."""
+        name = self.decorator.default_task_id
+        if isinstance(kwargs_list, list | tuple):
+            for item in kwargs_list:
+                if not isinstance(item, dict) and not isinstance(item, XComArg):
+                    raise DagDefinitionError(
+                        f"{name}: .expand_kwargs() takes a list of dicts, got an item "
+                        f"{type(item).__name__}"
+                    )
+        mapping = build_mapping(EXPAND, {KWARGS_LIST: kwargs_list}, None)
+        mapping["per_index"] = True
+        self._check(EXPAND, {})
+        task = self.decorator._add_task((), dict(self.partial_kwargs), mapping)
+        return XComArg(task)
 
     def iterate(self, **mapped: Any) -> XComArg:
         """One task instance running every item, ``task_concurrency`` at a time."""

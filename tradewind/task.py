@@ -19,7 +19,7 @@ from tradewind.dag_context import current_dag
 from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
-from tradewind.mapping import BatchedTask, PartialTask
+from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
 from tradewind.trigger_rules import TriggerRule
 from tradewind.xcom_arg import XComArg, find_xcom_args
 
@@ -211,6 +211,9 @@ class TaskDecorator:
     def iterate(self, **mapped: Any) -> XComArg:
         return self.partial().iterate(**mapped)
 
+    def expand_kwargs(self, kwargs_list: Any) -> XComArg:
+        return self.partial().expand_kwargs(kwargs_list)
+
     def batch(self, size: int) -> BatchedTask:
         return self.partial().batch(size)
 
@@ -283,6 +286,12 @@ def _check_signature(
     function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], mapping: Any
 ) -> None:
     mapped = dict(mapping.get("kwargs", {})) if mapping else {}
+    if KWARGS_LIST in mapped:  # .expand_kwargs: each item names its own arguments
+        literal = mapped.pop(KWARGS_LIST)
+        items = literal if isinstance(literal, list | tuple) else [{}]
+        for item in items:
+            _check_signature(function, args, {**kwargs, **dict(item)}, None)
+        return
     try:
         inspect.signature(function).bind_partial(*args, **kwargs, **mapped)
     except TypeError as error:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tradewind.exceptions import TradewindError
 from tradewind.mapped_group import MappedArgument, group_resolver
+from tradewind.mapping import KWARGS_LIST
 from tradewind.xcom_arg import XComArg
 
 if TYPE_CHECKING:
@@ -97,6 +98,21 @@ def render_string(
         raise TemplateError(f"template of {where}: {error.message}") from None
 
 
+def kwargs_of_index(task: Any, context: dict[str, Any], resolve: Resolve) -> dict[str, Any]:
+    """This map index's own arguments under ``.expand_kwargs``: its item of the list."""
+    mapped = (task.mapping or {}).get("kwargs", {})
+    if KWARGS_LIST not in mapped:
+        return {}
+    items = resolve(mapped[KWARGS_LIST])
+    item = render_value(list(items)[context["ti"].map_index], context, task.dag, resolve)
+    if not isinstance(item, dict) or not all(isinstance(key, str) for key in item):
+        raise TypeError(
+            f"task {task.task_id}: .expand_kwargs() item {context['ti'].map_index} is a "
+            f"{type(item).__name__}, not a dict of keyword arguments"
+        )
+    return item
+
+
 def render_arguments(
     task: Any, context: dict[str, Any], resolve: Resolve
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -107,6 +123,7 @@ def render_arguments(
     resolve = group_resolver(task, context, resolve)
     args = render_value(task.args, context, task.dag, resolve, exts, name)
     kwargs = render_value(task.kwargs, context, task.dag, resolve, exts, name)
+    kwargs.update(kwargs_of_index(task, context, resolve))
     if task.options.templates_dict is not None:
         where = f"{name} templates_dict"
         context["templates_dict"] = render_value(

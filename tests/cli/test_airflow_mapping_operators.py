@@ -95,6 +95,28 @@ with DAG("mapped_group"):
 
 with DAG("second_order"):
     collect(double.expand(x=double.expand(x=numbers())))
+
+
+@task
+def pairs():
+    return [{"x": 1, "y": 2}, {"x": 10, "y": 20}]
+
+
+with DAG("expand_kwargs"):
+    collect.override(task_id="from_xcom")(add.expand_kwargs(pairs()))
+    collect.override(task_id="from_literal")(
+        add.partial(y=1000).expand_kwargs([{"x": 1}, {"x": 2}])
+    )
+
+
+def label(n):
+    return f"item {n}"
+
+
+with DAG("xcom_map", params={"n": 5}):
+    labels = numbers().map(label)
+    collect.override(task_id="plain")(labels)
+    collect.override(task_id="mapped")(double.expand(x=labels.map(len)))
 """
 
 
@@ -156,3 +178,25 @@ def test_tasks_test_of_an_unknown_task_is_one_line(mapping_env: CliEnv, run_cli:
 
     assert done.returncode != 0
     assert done.stderr.strip() == "error: DAG 'operators' has no task 'nope'"
+
+
+def test_expand_kwargs_calls_each_map_index_with_its_dict(
+    mapping_env: CliEnv, run_cli: RunCli
+) -> None:
+    done = run_cli("dags", "test", "expand_kwargs", timeout=180)
+    output = done.stdout + done.stderr
+
+    assert done.returncode == 0, output
+    assert "collected: [3, 30]" in output
+    assert "collected: [1001, 1002]" in output
+
+
+def test_xcom_map_transforms_each_item_where_it_is_read(
+    mapping_env: CliEnv, run_cli: RunCli
+) -> None:
+    done = run_cli("dags", "test", "xcom_map", timeout=180)
+    output = done.stdout + done.stderr
+
+    assert done.returncode == 0, output
+    assert "collected: ['item 1', 'item 2', 'item 3']" in output
+    assert "collected: [12, 12, 12]" in output

@@ -99,3 +99,24 @@ def test_mapping_inside_a_mapped_group_is_refused_in_one_line() -> None:
             outer.expand(value=[1])
         with pytest.raises(DagDefinitionError, match="mapped task group inner inside the mapped"):
             nesting.expand(value=[1])
+
+
+def test_expand_kwargs_checks_literal_dicts_against_the_function() -> None:
+    with DAG("kwargs_list") as built:
+        use.expand_kwargs([{"value": 1}, {"value": 2}])
+        use.expand_kwargs(source())
+        with pytest.raises(DagDefinitionError, match="unexpected keyword argument 'nope'"):
+            use.expand_kwargs([{"nope": 1}])
+        with pytest.raises(DagDefinitionError, match="takes a list of dicts"):
+            use.expand_kwargs([3])
+
+    spec = built.structure()["tasks"]["use__1"]["mapping"]
+    assert spec["sources"] == {"__kwargs__": {"task_id": "source", "key": "return_value"}}
+    assert built.get_task("use__1").upstream_task_ids == {"source"}
+
+
+def test_xcom_zip_is_refused_in_one_line() -> None:
+    with DAG("zipped"):
+        first = source()
+        with pytest.raises(DagDefinitionError, match=r"XComArg.zip\(\) is not supported"):
+            first.zip(source())

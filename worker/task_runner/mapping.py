@@ -98,14 +98,14 @@ def read_upstream(arg: XComArg, client: Any) -> Any:
     """An upstream XCom as a downstream task sees it (a batched task's results merged)."""
     value = client.get_xcom(arg.task.task_id, arg.key, None)
     if batch_size(arg.task) is not None and isinstance(value, list):
-        return merge_batches(value)
-    return value
+        value = merge_batches(value)
+    return arg.apply(value)  # XComArg.map()'s functions, if any
 
 
 def expanded_arguments(task: Task, map_index: int, resolve: Resolver) -> dict[str, Any]:
     """The mapped arguments of one task instance of an ``.expand`` task."""
-    if task.mapping is not None and task.mapping.get("group"):
-        return {}  # a mapped group's task: its arguments pick their item (tradewind.mapped_group)
+    if task.mapping is not None and task.mapping.get("per_index"):
+        return {}  # a mapped group's task, or .expand_kwargs: tradewind picks each index's own
     return arguments_at(mapped_lists(task, resolve), map_index)
 
 
