@@ -10,7 +10,10 @@ CREATED: list[Any] = []
 
 
 def current_dag() -> Any:
-    return _STACK[-1] if _STACK else None
+    """The innermost ``with DAG``; else the DAG of an open task group (``TaskGroup(dag=d)``)."""
+    if _STACK:
+        return _STACK[-1]
+    return _GROUPS[-1].dag if _GROUPS else None
 
 
 def push(dag: Any) -> None:

@@ -173,3 +173,11 @@ def test_something_else_than_a_task_cannot_be_a_dependency() -> None:
         a = step()
         with pytest.raises(DagDefinitionError, match="cannot depend on 3"):
             a >> 3
+
+
+def test_a_group_given_its_dag_takes_tasks_outside_the_dag_block() -> None:
+    built = DAG("later")
+    with TaskGroup("g", dag=built):
+        step()
+
+    assert set(built.tasks) == {"g.step"}
