@@ -66,7 +66,7 @@ def group_mapping(group: TaskGroup | None) -> dict[str, Any] | None:
     return None
 
 
-def check_not_nested(group: TaskGroup, what: str) -> None:
+def check_not_nested(group: TaskGroup | None, what: str) -> None:
     outer = group_mapping(group)
     if outer is not None:
         raise DagDefinitionError(

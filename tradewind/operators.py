@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from tradewind.context import get_current_context
-from tradewind.dag_context import current_dag
+from tradewind.dag_context import current_dag, current_group
 from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
+from tradewind.mapped_group import check_not_nested
 from tradewind.mapping import EXPAND, build_mapping
 from tradewind.task import Task, add_task, task_options
 from tradewind.templates import render_value
@@ -60,6 +61,8 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
         dag = current_dag()
         if dag is None:
             raise DagDefinitionError(f"operator {self.task_id} made outside a DAG")
+        # Its fields would not pick the map index's item: only TaskFlow tasks map in a group.
+        check_not_nested(current_group(dag), f"the classic operator {self.task_id}")
         run = functools.partial(run_operator, self)
         self._task = add_task(dag, self.task_id, run, self._options, self._explicit)
         self._task.operator = self

@@ -15,8 +15,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-import jsonschema
-
 from tradewind.exceptions import DagDefinitionError
 
 
@@ -71,6 +69,11 @@ class Param:
 
 
 def check_value(name: str, schema: Mapping[str, Any], value: Any) -> None:
+    if not schema:
+        return  # a plain value: nothing to check (and jsonschema not imported)
+    # Imported here: ~50 ms that a DAG file without schemas, and every task process, never pays.
+    import jsonschema
+
     try:
         jsonschema.validate(value, dict(schema), format_checker=jsonschema.FormatChecker())
     except jsonschema.ValidationError as error:

@@ -200,3 +200,12 @@ def test_xcom_map_transforms_each_item_where_it_is_read(
     assert done.returncode == 0, output
     assert "collected: ['item 1', 'item 2', 'item 3']" in output
     assert "collected: [12, 12, 12]" in output
+
+
+def test_tasks_test_of_a_mapped_task_is_refused_in_one_line(
+    mapping_env: CliEnv, run_cli: RunCli
+) -> None:
+    done = run_cli("tasks", "test", "operators", "scale")
+
+    assert done.returncode != 0
+    assert done.stderr.strip().endswith("tasks test runs unmapped tasks only")

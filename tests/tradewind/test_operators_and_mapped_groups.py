@@ -120,3 +120,15 @@ def test_xcom_zip_is_refused_in_one_line() -> None:
         first = source()
         with pytest.raises(DagDefinitionError, match=r"XComArg.zip\(\) is not supported"):
             first.zip(source())
+
+
+def test_a_classic_operator_inside_a_mapped_group_is_refused() -> None:
+    @task_group
+    def with_operator(value: int) -> None:
+        Echo(task_id="echo", message=value)
+
+    with (
+        DAG("op_in_group"),
+        pytest.raises(DagDefinitionError, match="classic operator echo inside the mapped"),
+    ):
+        with_operator.expand(value=[1])

@@ -21,6 +21,7 @@ from state.hand_over import queued_values
 from state.models import DagModel, TaskInstance, utcnow
 from state.runs import RunExists, UnknownDag, create_run, mark_run_started
 from state.scheduling import Enqueue
+from state.structure import structure_of
 from state.transitions import transition_run, transition_tis, transition_tis_returning
 from tradewind.cli.common import fail, setup_logging
 from tradewind.cli.inline import print_try_log, try_error
@@ -53,8 +54,11 @@ def queue_alone(url: str, dag_id: str, task_id: str, conf: dict[str, Any]) -> tu
     """A test run where only ``task_id`` is left, its first try queued."""
     with session_scope(url) as session:
         model = session.get(DagModel, dag_id)
-        if model is not None and task_id not in model.structure["tasks"]:
+        spec = structure_of(model).tasks.get(task_id) if model is not None else None
+        if model is not None and spec is None:
             fail(f"DAG {dag_id!r} has no task {task_id!r}")
+        if spec is not None and spec.mapping is not None:
+            fail(f"{dag_id}.{task_id} is a mapped task: tasks test runs unmapped tasks only")
         check_conf(session, dag_id, conf)
         try:
             run = create_run(session, dag_id, conf=conf, run_type="test")
