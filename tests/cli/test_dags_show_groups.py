@@ -24,7 +24,7 @@ def work():
     pass
 
 
-with DAG("grouped", description="Groups and labels"):
+with DAG("grouped", description="Groups and labels", dag_display_name="Grouped DAG"):
     first = start()
     with TaskGroup("section") as section:
         with TaskGroup("inner"):
@@ -39,6 +39,7 @@ def test_dags_show_prints_the_description_labels_and_display_names(cli: Cli, env
     shown = cli("dags", "show", "grouped")
 
     assert shown.exit_code == 0, shown.output
+    assert "grouped (Grouped DAG) (2 tasks)" in shown.output
     assert "Groups and labels" in shown.output
     assert "start (Start here)" in shown.output
     assert "[when ready] section.inner.work" in shown.output

@@ -181,3 +181,11 @@ def test_a_group_given_its_dag_takes_tasks_outside_the_dag_block() -> None:
         step()
 
     assert set(built.tasks) == {"g.step"}
+
+
+def test_a_group_without_prefix_keeps_its_tasks_ids() -> None:
+    with DAG("bare") as built, TaskGroup("g", prefix_group_id=False):
+        step()
+
+    assert set(built.tasks) == {"step"}
+    assert built.get_task("step").group_id == "g"

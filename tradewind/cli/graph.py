@@ -69,7 +69,12 @@ def dag_tree(structure: DagStructure) -> Tree:
     """
     tasks = structure.tasks
     downstream = downstream_map(structure)
-    title = Text(f"{structure.dag_id} ({len(tasks)} tasks)", style="bold cyan")
+    shown = (
+        f"{structure.dag_id} ({structure.display_name})"
+        if structure.display_name
+        else structure.dag_id
+    )
+    title = Text(f"{shown} ({len(tasks)} tasks)", style="bold cyan")
     if structure.description:
         title.append(f"\n{structure.description}", style="italic")
     tree = Tree(title)
