@@ -86,6 +86,8 @@ class GroupSpec(_Frozen):
     label: str = ""
     tooltip: str = ""
     display_name: str | None = None
+    ui_color: str | None = None
+    ui_fgcolor: str | None = None
     tasks: tuple[str, ...] = ()
     mapped: bool = False
 

@@ -50,6 +50,7 @@ class TaskGroup(DependencyMixin):
         self.prefix_group_id = prefix_group_id
         self.tooltip = tooltip
         self.display_name = group_display_name
+        self.ui_color, self.ui_fgcolor = ui_color, ui_fgcolor  # for the UI's graph
         self.default_args = check_default_args(f"task group {group_id}", default_args)
         self.task_ids: list[str] = []
         #: Set on a mapped group (``.expand``): its tasks are mapped over these arguments.
@@ -103,6 +104,8 @@ class TaskGroup(DependencyMixin):
             "label": self.label,
             "tooltip": self.tooltip,
             "display_name": self.display_name,
+            "ui_color": self.ui_color,
+            "ui_fgcolor": self.ui_fgcolor,
             "tasks": sorted(self.task_ids),
             "mapped": self.mapping is not None,
         }

@@ -27,7 +27,7 @@ def ups(built: DAG, task_id: str) -> set[str]:
 
 
 def test_tasks_in_a_group_have_its_prefix_and_groups_nest() -> None:
-    with DAG("grouped") as built, TaskGroup("outer"):
+    with DAG("grouped") as built, TaskGroup("outer", ui_color="#fff"):
         step()
         with TaskGroup("inner"):
             step()
@@ -36,6 +36,7 @@ def test_tasks_in_a_group_have_its_prefix_and_groups_nest() -> None:
     assert set(built.tasks) == {"outer.step", "outer.inner.step", "outer.inner.step__1"}
     groups = built.structure()["groups"]
     assert groups["outer.inner"]["parent"] == "outer"
+    assert groups["outer"]["ui_color"] == "#fff"
     assert groups["outer.inner"]["tasks"] == ["outer.inner.step", "outer.inner.step__1"]
     assert built.structure()["tasks"]["outer.inner.step"]["group"] == "outer.inner"
     assert built.structure()["tasks"]["outer.inner.step"]["label"] == "step"
