@@ -33,6 +33,9 @@ class MappedSource(_Frozen):
     task_id: str | None = None
     key: str = "return_value"
     length: int | None = None
+    # XComArg.zip(): the parts side by side, as many items as the shortest (or the longest).
+    zip: tuple[MappedSource, ...] = ()
+    zip_longest: bool = False
 
 
 class MappingSpec(_Frozen):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from tradewind.exceptions import DagDefinitionError
-from tradewind.xcom_arg import XComArg
+from tradewind.xcom_arg import XComArg, ZipXComArg
 
 if TYPE_CHECKING:
     from tradewind.task import TaskDecorator
@@ -33,6 +33,11 @@ KWARGS_LIST: Final = "__kwargs__"
 
 def source_of(name: str, value: Any) -> dict[str, Any]:
     """Where a mapped argument's items come from: an upstream XCom, or a literal of known size."""
+    if isinstance(value, ZipXComArg):
+        parts = [source_of(name, part) for part in value.parts]
+        return {"zip": parts, "zip_longest": value.longest}
+    if isinstance(value, XComArg) and value.parts:  # .map(): as many items as its source
+        return source_of(name, value.parts[0])
     if isinstance(value, XComArg):
         return {"task_id": value.task.task_id, "key": value.key}
     if isinstance(value, list | tuple | dict):

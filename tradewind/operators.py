@@ -25,7 +25,7 @@ from tradewind.mapped_group import check_not_nested
 from tradewind.mapping import EXPAND, build_mapping
 from tradewind.task import Task, add_task, task_options
 from tradewind.templates import render_value
-from tradewind.xcom_arg import XComArg, find_xcom_args
+from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
 #: Set while a mapped operator is built in its task process: it joins no DAG.
 _UNMAPPING: contextvars.ContextVar[bool] = contextvars.ContextVar("unmapping", default=False)
@@ -96,7 +96,7 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
         """Render each templated field in place (once per try, before ``execute``)."""
 
         def resolve(arg: XComArg) -> Any:
-            return context["ti"].xcom_pull(task_ids=arg.task.task_id, key=arg.key)
+            return pull_xcom(arg, context["ti"])
 
         for name in self.template_fields:
             value = getattr(self, name)
@@ -170,7 +170,7 @@ def run_mapped_operator(
     context = get_current_context()
 
     def resolve(arg: XComArg) -> Any:
-        return context["ti"].xcom_pull(task_ids=arg.task.task_id, key=arg.key)
+        return pull_xcom(arg, context["ti"])
 
     fixed = _resolved(partial, resolve)
     token = _UNMAPPING.set(True)

@@ -21,7 +21,7 @@ from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
 from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
 from tradewind.trigger_rules import TriggerRule
-from tradewind.xcom_arg import XComArg, find_xcom_args
+from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
 Callback = Callable[[dict[str, Any]], None]
 
@@ -165,7 +165,7 @@ class Task(DependencyMixin):
         from tradewind.templates import render_value
 
         def resolve(arg: XComArg) -> Any:
-            return context["ti"].xcom_pull(task_ids=arg.task.task_id, key=arg.key)
+            return pull_xcom(arg, context["ti"])
 
         exts = tuple(self.options.templates_exts or ())
         return render_value(content, context, self.dag, resolve, exts, f"task {self.task_id}")

@@ -113,6 +113,23 @@ def label(n):
     return f"item {n}"
 
 
+@task
+def letters():
+    return ["a", "b"]
+
+
+@task
+def show(pair):
+    return f"{pair[0]}-{pair[1]}"
+
+
+with DAG("xcom_zip"):
+    collect.override(task_id="shortest")(show.expand(pair=numbers().zip(letters())))
+    longest = numbers().zip(letters(), fillvalue="z")
+    collect.override(task_id="longest")(show.expand(pair=longest))
+    collect.override(task_id="plain_zip")(longest.map(len))
+
+
 with DAG("xcom_map", params={"n": 5}):
     labels = numbers().map(label)
     collect.override(task_id="plain")(labels)
@@ -209,3 +226,13 @@ def test_tasks_test_of_a_mapped_task_is_refused_in_one_line(
 
     assert done.returncode != 0
     assert done.stderr.strip().endswith("tasks test runs unmapped tasks only")
+
+
+def test_xcom_zip_maps_over_its_parts_side_by_side(mapping_env: CliEnv, run_cli: RunCli) -> None:
+    done = run_cli("dags", "test", "xcom_zip", timeout=180)
+    output = done.stdout + done.stderr
+
+    assert done.returncode == 0, output
+    assert "collected: ['1-a', '2-b']" in output
+    assert "collected: ['1-a', '2-b', '3-z']" in output
+    assert "collected: [2, 2, 2]" in output

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from state.structure import parse_structure
 from tradewind import DAG, BaseOperator, DagDefinitionError, task, task_group
 
 
@@ -115,11 +116,24 @@ def test_expand_kwargs_checks_literal_dicts_against_the_function() -> None:
     assert built.get_task("use__1").upstream_task_ids == {"source"}
 
 
-def test_xcom_zip_is_refused_in_one_line() -> None:
-    with DAG("zipped"):
-        first = source()
-        with pytest.raises(DagDefinitionError, match=r"XComArg.zip\(\) is not supported"):
-            first.zip(source())
+def test_a_zip_is_mapped_over_as_its_parts_side_by_side() -> None:
+    with DAG("zipped") as built:
+        first, second = source(), source()
+        use.expand(value=first.zip(second))
+        use.expand(value=first.zip(second.map(str), fillvalue=0))
+        with pytest.raises(DagDefinitionError, match="zip with"):
+            first.zip([1, 2])  # type: ignore[arg-type]
+
+    tasks = built.structure()["tasks"]
+    both = [{"task_id": t, "key": "return_value"} for t in ("source", "source__1")]
+    assert tasks["use"]["mapping"]["sources"] == {"value": {"zip": both, "zip_longest": False}}
+    assert tasks["use__1"]["mapping"]["sources"]["value"]["zip_longest"] is True
+    assert built.get_task("use").upstream_task_ids == {"source", "source__1"}
+    parsed = parse_structure(built.structure())
+    assert [part.task_id for part in parsed.tasks["use"].mapping.sources["value"].zip] == [
+        "source",
+        "source__1",
+    ]
 
 
 def test_a_classic_operator_inside_a_mapped_group_is_refused() -> None:

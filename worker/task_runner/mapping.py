@@ -96,10 +96,12 @@ _GAP = object()
 
 def read_upstream(arg: XComArg, client: Any) -> Any:
     """An upstream XCom as a downstream task sees it (a batched task's results merged)."""
+    if arg.parts:  # XComArg.map() or .zip(): its parts read, then combined
+        return arg.combine([read_upstream(part, client) for part in arg.parts])
     value = client.get_xcom(arg.task.task_id, arg.key, None)
     if batch_size(arg.task) is not None and isinstance(value, list):
-        value = merge_batches(value)
-    return arg.apply(value)  # XComArg.map()'s functions, if any
+        return merge_batches(value)
+    return value
 
 
 def expanded_arguments(task: Task, map_index: int, resolve: Resolver) -> dict[str, Any]:
