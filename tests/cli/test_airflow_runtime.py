@@ -22,6 +22,8 @@ from .conftest import CliEnv
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 RUNTIME_DAG = """
+from pathlib import Path
+
 from tradewind import DAG, Param, task
 
 
@@ -87,6 +89,21 @@ def broken(value):
 
 with DAG("broken_template"):
     broken("{{ oops ")
+
+
+@task(templates_exts=[".txt"])
+def with_macros(text, filed):
+    print("macros:", text)
+    print("filed:", filed.strip())
+
+
+with DAG(
+    "macros",
+    user_defined_macros={"shout": lambda s: s.upper()},
+    user_defined_filters={"twice": lambda s: s * 2},
+    template_searchpath=[str(Path(__file__).parent.parent / "templates")],
+):
+    with_macros("{{ shout('hi') }} {{ 'ab' | twice }}", "greeting.txt")
 """
 
 POLICY_DAG = """
@@ -146,6 +163,8 @@ with DAG("skip_callback"):
 def runtime_env(env: CliEnv, run_cli: RunCli) -> CliEnv:
     (env.dags / "runtime.py").write_text(textwrap.dedent(RUNTIME_DAG))
     (env.dags / "policy.py").write_text(textwrap.dedent(POLICY_DAG))
+    (env.dags.parent / "templates").mkdir()
+    (env.dags.parent / "templates" / "greeting.txt").write_text("{{ shout('from a file') }}\n")
     assert run_cli("variables", "set", "colour", "blue").returncode == 0
     return env
 
@@ -238,3 +257,14 @@ def test_a_conf_that_breaks_a_param_is_refused_in_one_line(
         )
     with session_scope(get_settings().sql_url) as session:
         assert session.scalars(select(TaskInstance)).first() is None
+
+
+def test_templates_use_the_dags_macros_filters_and_search_path(
+    runtime_env: CliEnv, run_cli: RunCli
+) -> None:
+    done = run_cli("dags", "test", "macros", timeout=120)
+    output = done.stdout + done.stderr
+
+    assert done.returncode == 0, output
+    assert "macros: HI abab" in output
+    assert "filed: FROM A FILE" in output

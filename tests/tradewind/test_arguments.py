@@ -127,3 +127,11 @@ def test_execution_time_context_gives_never_expire() -> None:
     from tradewind.execution_time.context import NEVER_EXPIRE
 
     assert NEVER_EXPIRE is tradewind.NEVER_EXPIRE
+
+
+@pytest.mark.parametrize("kind", ["branch", "short_circuit", "bash", "sensor", "virtualenv"])
+def test_an_airflow_task_kind_tradewind_lacks_fails_the_import_naming_it(kind: str) -> None:
+    decorator = getattr(task, kind)
+
+    with pytest.raises(DagDefinitionError, match=rf"@task.{kind} is not supported by Tradewind"):
+        decorator(lambda: None)
