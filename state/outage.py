@@ -60,13 +60,23 @@ class StoreUnavailable(Exception):
 def is_store_outage(error: BaseException) -> bool:
     """Whether ``error`` says the database could not be reached, rather than refused the work.
 
-    ``OperationalError`` covers a refused connection, a server that is starting up or shutting
-    down, a connection killed mid-statement; ``connection_invalidated`` any other error that
-    SQLAlchemy recognised as a lost connection.
+    A lost or refused connection, or a server starting up or shutting down: an
+    ``OperationalError`` or ``InterfaceError`` with no SQLSTATE (the driver's own: a refused
+    connection, SQLite's busy file), one of class 08 (connection exception) or of a server going
+    away, and any error SQLAlchemy recognised as a lost connection. Not a statement the server
+    ran and refused, such as a lock timeout (55P03): that write fails now, as it did before
+    (an iterable task keeps such a round for its next write).
     """
-    if isinstance(error, OperationalError | InterfaceError):
+    if isinstance(error, DBAPIError) and error.connection_invalidated:
         return True
-    return isinstance(error, DBAPIError) and error.connection_invalidated
+    if not isinstance(error, OperationalError | InterfaceError):
+        return False
+    sqlstate = getattr(error.orig, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in _SERVER_GOING_AWAY
+
+
+# admin_shutdown, crash_shutdown, cannot_connect_now (PostgreSQL's SQLSTATEs).
+_SERVER_GOING_AWAY = frozenset({"57P01", "57P02", "57P03"})
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+import psycopg
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
 
@@ -140,3 +141,14 @@ def test_heartbeats_come_sooner_through_an_outage_until_the_try_is_past_saving(
     assert beats.failed(lost_connection(), 10.9) is not None  # 9.9 s since the last success
     assert beats.failed(lost_connection(), 11.1) is None  # past the bound: give the try up
     assert beats.succeeded(12.0) == 17.0 and beats.attempt == 0
+
+
+def test_a_statement_the_server_refused_is_no_outage() -> None:
+    """A lock timeout is the server's answer, not its absence: the write fails at once (an
+    iterable task keeps the round for its next write), it is not waited out."""
+    lock_timeout = OperationalError("UPDATE", {}, psycopg.errors.LockNotAvailable("lock timeout"))
+    assert not is_store_outage(lock_timeout)
+    gone = OperationalError("SELECT 1", {}, psycopg.errors.AdminShutdown("terminating"))
+    assert is_store_outage(gone)
+    refused = OperationalError("connect", {}, psycopg.OperationalError("connection refused"))
+    assert is_store_outage(refused)  # the driver's own error: no SQLSTATE
