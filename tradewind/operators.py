@@ -49,6 +49,8 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
     def __init__(self, *, task_id: str, **options: Any) -> None:
         if not isinstance(task_id, str) or not task_id:
             raise DagDefinitionError(f"{type(self).__name__}: task_id must be a non-empty string")
+        if type(self).execute is BaseOperator.execute:
+            raise DagDefinitionError(f"{type(self).__name__} must define execute(self, context)")
         self.task_id = task_id
         self._explicit = frozenset(options)
         self._options = task_options(f"{type(self).__name__} {task_id}", options)

@@ -146,3 +146,11 @@ def test_a_classic_operator_inside_a_mapped_group_is_refused() -> None:
         pytest.raises(DagDefinitionError, match="classic operator echo inside the mapped"),
     ):
         with_operator.expand(value=[1])
+
+
+def test_an_operator_without_execute_fails_the_import() -> None:
+    class Idle(BaseOperator):
+        pass
+
+    with DAG("idle"), pytest.raises(DagDefinitionError, match="Idle must define execute"):
+        Idle(task_id="idle")
