@@ -22,9 +22,9 @@ from tradewind.dag_context import current_dag, current_group
 from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import check_not_nested
-from tradewind.mapping import EXPAND, build_mapping
+from tradewind.mapping import EXPAND, KWARGS_LIST, build_mapping
 from tradewind.task import Task, add_task, task_options
-from tradewind.templates import render_value
+from tradewind.templates import kwargs_of_index, render_value
 from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
 #: Set while a mapped operator is built in its task process: it joins no DAG.
@@ -129,23 +129,29 @@ class OperatorPartial:
 
     def expand(self, **mapped: Any) -> MappedOperator:
         """One task instance per item; each builds ``cls(**partial, **its item)``."""
-        dag = current_dag()
-        if dag is None:
-            raise DagDefinitionError(f"operator {self.kwargs['task_id']} made outside a DAG")
         both = sorted(mapped.keys() & self.kwargs.keys())
         if both:
             raise DagDefinitionError(
                 f"{self.cls.__name__}: {both} given to .partial() and .expand()"
             )
+        return self._mapped(build_mapping(EXPAND, mapped, None), tuple(mapped))
+
+    def expand_kwargs(self, kwargs_list: Any) -> MappedOperator:
+        """One task instance per dict of ``kwargs_list``, built with that dict's arguments."""
+        mapping = build_mapping(EXPAND, {KWARGS_LIST: kwargs_list}, None)
+        mapping["per_index"] = True
+        return self._mapped(mapping, (KWARGS_LIST,))
+
+    def _mapped(self, mapping: dict[str, Any], names: tuple[str, ...]) -> MappedOperator:
+        dag = current_dag()
+        if dag is None:
+            raise DagDefinitionError(f"operator {self.kwargs['task_id']} made outside a DAG")
         arguments = _init_arguments(self.cls)
         options = {k: v for k, v in self.kwargs.items() if k not in arguments and k != "task_id"}
-        where = f"{self.cls.__name__} {self.kwargs['task_id']}"
-        parsed = task_options(where, options)
-        run = functools.partial(run_mapped_operator, self.cls, self.kwargs, tuple(mapped))
-        mapping = build_mapping(EXPAND, mapped, None)
-        task = add_task(
-            dag, self.kwargs["task_id"], run, parsed, frozenset(options), (), {}, mapping
-        )
+        parsed = task_options(f"{self.cls.__name__} {self.kwargs['task_id']}", options)
+        run = functools.partial(run_mapped_operator, self.cls, self.kwargs, names)
+        label = self.kwargs["task_id"]
+        task = add_task(dag, label, run, parsed, frozenset(options), (), {}, mapping)
         for upstream in find_xcom_args(self.kwargs):
             task.set_upstream(upstream.task)
         return MappedOperator(task)
@@ -175,10 +181,13 @@ def run_mapped_operator(
         return pull_xcom(arg, context["ti"])
 
     fixed = _resolved(partial, resolve)
+    if names == (KWARGS_LIST,):  # .expand_kwargs: this map index's dict
+        own = kwargs_of_index(context["task"], context, resolve)
+    else:  # the function gets the context's keys too (it takes **kwargs): keep the items
+        own = {name: given[name] for name in names}
     token = _UNMAPPING.set(True)
     try:
-        # The function gets the context's keys too (it takes **kwargs): keep the items only.
-        operator = cls(**fixed, **{name: given[name] for name in names})
+        operator = cls(**fixed, **own)
     finally:
         _UNMAPPING.reset(token)
     operator._task = context["task"]

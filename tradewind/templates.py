@@ -103,7 +103,8 @@ def kwargs_of_index(task: Any, context: dict[str, Any], resolve: Resolve) -> dic
     mapped = (task.mapping or {}).get("kwargs", {})
     if KWARGS_LIST not in mapped:
         return {}
-    items = resolve(mapped[KWARGS_LIST])
+    given = mapped[KWARGS_LIST]
+    items = resolve(given) if isinstance(given, XComArg) else given
     item = render_value(list(items)[context["ti"].map_index], context, task.dag, resolve)
     if not isinstance(item, dict) or not all(isinstance(key, str) for key in item):
         raise TypeError(

@@ -62,6 +62,10 @@ with DAG("operators", params={"who": "world"}):
     greet = Greet(task_id="greet", greeting="hi {{ params.who }}", query="q.sql", retries=1)
     scaled = Scale.partial(task_id="scale", factor=10).expand(value=greet.output)
     Total(task_id="total", values=scaled.output) >> after(scaled.output)
+    by_dict = Scale.partial(task_id="by_dict").expand_kwargs(
+        [{"value": 1, "factor": 2}, {"value": 3, "factor": 4}]
+    )
+    after.override(task_id="after_dicts")(by_dict.output)
 
 
 @task
@@ -156,6 +160,7 @@ def test_operators_render_their_template_fields_map_and_pass_outputs(
     assert "map index 0 scales 8" in output and "map index 1 scales 2" in output
     assert "total: 100" in output
     assert "after sees [80, 20]" in output
+    assert "after sees [2, 12]" in output  # expand_kwargs: each map index's own arguments
 
 
 def test_a_mapped_group_maps_each_of_its_tasks_item_by_item(
