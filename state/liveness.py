@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from state.enums import TaskInstanceState
 from state.models import DagModel, TaskInstance, utcnow
+from state.retries import retry_delay_seconds
 from state.structure import TaskSpec, structure_of
 from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
 
@@ -40,7 +41,7 @@ def give_up_try(
     target = TI.UP_FOR_RETRY if retry else TI.FAILED
     values: dict[str, Any] = {"end_date": now, "error": error}
     if retry:
-        delay = spec.retry_delay_seconds if spec else 0.0
+        delay = retry_delay_seconds(spec, ti.try_number) if spec else 0.0
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
     fence = Fence(ti.id, ti.try_number, ti.fence_token or "")
     moved = transition_tis(session, [ti.id], [TI.RUNNING], target, values, fence)

@@ -84,13 +84,19 @@ def count_task_instances(session: Session, ti: TaskInstance, tasks: Mapping[str,
     mapping = tasks[ti.task_id].mapping
     assert mapping is not None  # only mapped tasks are counted
     sources = mapping.sources
-    upstream = {source.task_id for source in sources.values() if source.task_id is not None}
+    upstream = {task_id for source in sources.values() for task_id in _task_ids(source)}
     xcoms = _read_xcoms(session, ti.dag_id, ti.run_id, upstream)
     lengths = [_source_length(source, xcoms, tasks) for source in sources.values()]
     items = math.prod(lengths)
     if mapping.kind == "expand" or mapping.batch_size is None:
         return items
     return min(mapping.batch_size, items)
+
+
+def _task_ids(source: MappedSource) -> list[str]:
+    """The upstream tasks a mapped argument's items come from (a zip's parts' too)."""
+    own = [source.task_id] if source.task_id is not None else []
+    return own + [task_id for part in source.zip for task_id in _task_ids(part)]
 
 
 def _read_xcoms(
@@ -116,6 +122,9 @@ def _source_length(
     tasks: Mapping[str, TaskSpec],
 ) -> int:
     """The number of items one mapped argument gives, as the worker will see its value."""
+    if source.zip:
+        lengths = [_source_length(part, xcoms, tasks) for part in source.zip]
+        return max(lengths) if source.zip_longest else min(lengths)
     if source.length is not None or source.task_id is None:
         return source.length or 0
     values = xcoms.get((source.task_id, source.key), [])

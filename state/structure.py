@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -33,6 +33,9 @@ class MappedSource(_Frozen):
     task_id: str | None = None
     key: str = "return_value"
     length: int | None = None
+    # XComArg.zip(): the parts side by side, as many items as the shortest (or the longest).
+    zip: tuple[MappedSource, ...] = ()
+    zip_longest: bool = False
 
 
 class MappingSpec(_Frozen):
@@ -41,6 +44,8 @@ class MappingSpec(_Frozen):
     kind: Literal["expand", "iterate"]
     batch_size: int | None = None
     sources: Mapping[str, MappedSource] = {}
+    # Set for the tasks of a mapped task group: they map over the group's arguments.
+    group: str | None = None
 
     @property
     def expands(self) -> bool:
@@ -61,10 +66,40 @@ class TaskSpec(_Frozen):
     pool: str = DEFAULT_POOL
     runtime: bool = False
     mapping: MappingSpec | None = None
+    # Retry waits grow by this factor per failed try (0: they do not), up to the cap.
+    retry_exponential_backoff: float = 0.0
+    max_retry_delay_seconds: float | None = None
+    # For display (dags show, the UI): the task group, the id given, Airflow's labels.
+    group: str | None = None
+    label: str = ""
+    display_name: str | None = None
+    owner: str = "airflow"
+    upstream_labels: Mapping[str, str] = {}
+    doc_md: str | None = None
 
     @property
     def max_tries(self) -> int:
         return self.retries + 1
+
+
+class GroupSpec(_Frozen):
+    """A task group, for display: its parent group and its own tasks."""
+
+    parent: str | None = None
+    label: str = ""
+    tooltip: str = ""
+    display_name: str | None = None
+    ui_color: str | None = None
+    ui_fgcolor: str | None = None
+    tasks: tuple[str, ...] = ()
+    mapped: bool = False
+
+
+class ParamSpec(_Frozen):
+    """A DAG parameter's JSON Schema (``tradewind.params``), for forms and validation."""
+
+    schema_: Mapping[str, Any] = Field(default={}, alias="schema")
+    has_default: bool = True
 
 
 class DagStructure(_Frozen):
@@ -77,8 +112,13 @@ class DagStructure(_Frozen):
     max_active_tasks: int = DEFAULT_MAX_ACTIVE_TASKS
     max_active_runs: int = DEFAULT_MAX_ACTIVE_RUNS
     params: Mapping[str, Any] = {}
+    param_specs: Mapping[str, ParamSpec] = {}
     tags: tuple[str, ...] = ()
     tasks: Mapping[str, TaskSpec] = {}
+    groups: Mapping[str, GroupSpec] = {}
+    description: str | None = None
+    doc_md: str | None = None
+    display_name: str | None = None
 
     @cached_property
     def memo(self) -> dict[Any, Any]:

@@ -20,6 +20,7 @@ from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, utcnow
 from state.outage import Retry, StoreUnavailable, ride_out, store_probe
+from state.retries import retry_delay_seconds
 from state.structure import TaskSpec, parse_task_spec
 from state.transitions import INCREMENT, Fence, transition_tis_returning
 from state.values import TIKey
@@ -99,6 +100,7 @@ def claim_try(
         version_hash=run.run_version,
         run={
             "params": {**(run.params or {}), **(run.conf or {})},
+            "conf": dict(run.conf or {}),
             "run_type": run.run_type,
             "logical_date": run.logical_date,
             "data_interval_start": run.data_interval_start,
@@ -180,12 +182,16 @@ class Final:
 
     state: TaskInstanceState
     error: str | None = None
+    # A retry policy's delay for this failure; None: the task's retry_delay (and backoff).
+    retry_delay_seconds: float | None = None
 
 
-def final_for_failure(claim: Claim, error: str, retryable: bool) -> Final:
+def final_for_failure(
+    claim: Claim, error: str, retryable: bool, retry_delay_seconds: float | None = None
+) -> Final:
     """``up_for_retry`` when tries are left and the failure allows it, else ``failed``."""
     if retryable and claim.fence.try_number < claim.max_tries:
-        return Final(TI.UP_FOR_RETRY, error)
+        return Final(TI.UP_FOR_RETRY, error, retry_delay_seconds)
     return Final(TI.FAILED, error)
 
 
@@ -194,7 +200,9 @@ def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
     # A supervisor lived to record this end: the delivery count starts over (see claim_try).
     values: dict[str, Any] = {"end_date": now, "error": final.error, "deliveries": 0}
     if final.state == TI.UP_FOR_RETRY:
-        delay = claim.task_spec.retry_delay_seconds
+        delay = final.retry_delay_seconds
+        if delay is None:
+            delay = retry_delay_seconds(claim.task_spec, claim.fence.try_number)
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
     return values
 

@@ -130,6 +130,8 @@ class FailTask(_Message):
     type: Literal["FailTask"] = "FailTask"
     error: str
     retryable: bool = True
+    # Set by the task's retry policy: the wait before the next try, instead of retry_delay.
+    retry_delay_seconds: float | None = None
 
 
 class SkipTask(_Message):
@@ -151,6 +153,8 @@ class TaskDetails(_Message):
     generation: int
     params: dict[str, Any]
     run_type: str
+    # The trigger's conf alone (``params`` has it merged over the DAG's params): ``dag_run.conf``.
+    conf: dict[str, Any] = Field(default_factory=dict)
     logical_date: dt.datetime | None = None
     data_interval_start: dt.datetime | None = None
     data_interval_end: dt.datetime | None = None

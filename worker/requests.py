@@ -85,7 +85,8 @@ def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
         # Given up elsewhere (a zombie, a clear): the task must not run its failure callback.
         return p.ErrorResponse(error="the try no longer holds its task instance")
     # The error is recorded on the task instance too: no secret of the try goes with it.
-    ctx.outcome = Outcome("failed", ctx.log.mask(request.error), request.retryable)
+    error = ctx.log.mask(request.error)
+    ctx.outcome = Outcome("failed", error, request.retryable, request.retry_delay_seconds)
     return p.OKResponse()
 
 

@@ -315,7 +315,8 @@ def decide_final(loop: SupervisorLoop, claim: Claim) -> Final | None:
     if outcome is not None and outcome.state == "skipped":
         return Final(TI.SKIPPED, outcome.error)
     if outcome is not None and outcome.state == "failed":
-        return final_for_failure(claim, outcome.error or "failed", outcome.retryable)
+        error, delay = outcome.error or "failed", outcome.retry_delay_seconds
+        return final_for_failure(claim, error, outcome.retryable, delay)
     reason = loop.deadlines.stopping_reason or _describe_exit(code)
     return final_for_failure(claim, f"task process ended without an outcome: {reason}", True)
 

@@ -37,6 +37,7 @@ class Outcome:
     state: str
     error: str | None = None
     retryable: bool = True
+    retry_delay_seconds: float | None = None  # a retry policy's, for this failure
 
 
 @dataclass

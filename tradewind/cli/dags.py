@@ -24,7 +24,7 @@ from tradewind.cli.render import (
     import_errors_table,
     make_console,
 )
-from tradewind.cli.store import open_store, sync_folder
+from tradewind.cli.store import check_conf, open_store, sync_folder
 from tradewind.cli.watch import WatchAborted, watch_run
 from tradewind.loader import DagBag
 from tradewind.settings import Settings
@@ -35,7 +35,13 @@ app.command("unpause")(unpause)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ConfOption = Annotated[
-    str | None, typer.Option("--conf", help="The run's conf, a JSON object (tasks see `params`).")
+    str | None,
+    typer.Option(
+        "--conf",
+        "-c",
+        help="The run's conf, a JSON object (tasks see `params`), checked "
+        "against the DAG's params.",
+    ),
 ]
 
 
@@ -133,6 +139,7 @@ def create_manual_run(
     sync_folder(settings, url)
     try:
         with session_scope(url) as session:
+            check_conf(session, dag_id, conf)
             return create_run(session, dag_id, run_id=run_id, conf=conf, run_type=run_type).run_id
     except (UnknownDag, RunExists) as error:
         fail(str(error))

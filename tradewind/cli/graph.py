@@ -13,7 +13,7 @@ from graphlib import CycleError, TopologicalSorter
 from rich.text import Text
 from rich.tree import Tree
 
-from state.structure import DagStructure, TaskSpec
+from state.structure import DagStructure, GroupSpec, TaskSpec
 
 
 def upstream_first(tasks: Mapping[str, TaskSpec]) -> list[str]:
@@ -54,6 +54,8 @@ def task_label(task_id: str, spec: TaskSpec) -> Text:
     if spec.runtime:
         notes.append("runtime")
     label = Text(task_id, style="bold")
+    if spec.display_name:
+        label.append(f" ({spec.display_name})")
     if notes:
         label.append("  " + " ".join(notes), style="dim")
     return label
@@ -67,22 +69,33 @@ def dag_tree(structure: DagStructure) -> Tree:
     """
     tasks = structure.tasks
     downstream = downstream_map(structure)
-    tree = Tree(Text(f"{structure.dag_id} ({len(tasks)} tasks)", style="bold cyan"))
+    shown = (
+        f"{structure.dag_id} ({structure.display_name})"
+        if structure.display_name
+        else structure.dag_id
+    )
+    title = Text(f"{shown} ({len(tasks)} tasks)", style="bold cyan")
+    if structure.description:
+        title.append(f"\n{structure.description}", style="italic")
+    tree = Tree(title)
     expanded: set[str] = set()
 
-    def add(parent: Tree, task_id: str) -> None:
+    def add(parent: Tree, task_id: str, upstream: str | None) -> None:
         label = task_label(task_id, tasks[task_id])
+        edge = tasks[task_id].upstream_labels.get(upstream or "")
+        if edge:
+            label = Text(f"[{edge}] ", style="magenta") + label
         if task_id in expanded and downstream[task_id]:
             parent.add(label.append(" ...", style="dim"))
             return
         expanded.add(task_id)
         node = parent.add(label)
         for child in downstream[task_id]:
-            add(node, child)
+            add(node, child, task_id)
 
     for task_id in upstream_first(tasks):
         if not tasks[task_id].upstream:
-            add(tree, task_id)
+            add(tree, task_id, None)
     return tree
 
 
@@ -95,11 +108,29 @@ def dag_dot(structure: DagStructure) -> str:
     tasks = structure.tasks
     lines = [f"digraph {_quote(structure.dag_id)} {{", "  rankdir=LR;", "  node [shape=box];"]
     order = upstream_first(tasks)
-    lines += [f"  {_quote(task_id)};" for task_id in order]
-    lines += [
-        f"  {_quote(upstream)} -> {_quote(task_id)};"
-        for task_id in order
-        for upstream in tasks[task_id].upstream
-    ]
+    groups = structure.groups
+    in_group = {task_id for task_id in order if tasks[task_id].group in groups}
+    lines += [f"  {_quote(task_id)};" for task_id in order if task_id not in in_group]
+    lines += _clusters(groups, tasks, None, "  ")
+    for task_id in order:
+        labels = tasks[task_id].upstream_labels
+        for upstream in tasks[task_id].upstream:
+            edge = f" [label={_quote(labels[upstream])}]" if upstream in labels else ""
+            lines.append(f"  {_quote(upstream)} -> {_quote(task_id)}{edge};")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _clusters(
+    groups: Mapping[str, GroupSpec], tasks: Mapping[str, TaskSpec], parent: str | None, indent: str
+) -> list[str]:
+    """A task group as a Graphviz cluster, the groups inside it nested in it."""
+    lines = []
+    for group_id in sorted(g for g, spec in groups.items() if spec.parent == parent):
+        lines.append(f"{indent}subgraph {_quote('cluster_' + group_id)} {{")
+        lines.append(f"{indent}  label={_quote(group_id)};")
+        members = [t for t in tasks if tasks[t].group == group_id]
+        lines += [f"{indent}  {_quote(task_id)};" for task_id in sorted(members)]
+        lines += _clusters(groups, tasks, group_id, indent + "  ")
+        lines.append(f"{indent}}}")
+    return lines

@@ -19,13 +19,14 @@ from sqlalchemy.orm import Session
 
 from state.db import session_scope
 from state.migrate import alembic_config, current_revision, upgrade
-from state.models import DagRun, TaskInstance, XCom
+from state.models import DagModel, DagRun, TaskInstance, XCom
 from state.progress import ItemsProgress, items_progress
 from state.structure import TaskSpec
 from state.values import TIKey
-from tradewind.cli.common import fail
+from tradewind.cli.common import EXIT_BAD_INPUT, fail
 from tradewind.cli.graph import upstream_first
 from tradewind.mapping import ITERATE
+from tradewind.params import ParamValidationError, resolve_params
 from tradewind.settings import Settings
 
 if TYPE_CHECKING:
@@ -35,6 +36,17 @@ if TYPE_CHECKING:
 def display_url(url: str) -> str:
     """``url`` with its password hidden, for messages."""
     return make_url(url).render_as_string(hide_password=True)
+
+
+def check_conf(session: Session, dag_id: str, conf: Mapping[str, Any]) -> None:
+    """Refuse a trigger's conf that breaks one of the DAG's params, in one line naming it."""
+    model = session.get(DagModel, dag_id)
+    if model is None:
+        return  # create_run says the DAG is unknown
+    try:
+        resolve_params(model.structure, conf)
+    except ParamValidationError as error:
+        fail(f"DAG {dag_id!r}: {error}", EXIT_BAD_INPUT)
 
 
 def head_revision() -> str | None:

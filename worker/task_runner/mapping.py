@@ -96,6 +96,8 @@ _GAP = object()
 
 def read_upstream(arg: XComArg, client: Any) -> Any:
     """An upstream XCom as a downstream task sees it (a batched task's results merged)."""
+    if arg.parts:  # XComArg.map() or .zip(): its parts read, then combined
+        return arg.combine([read_upstream(part, client) for part in arg.parts])
     value = client.get_xcom(arg.task.task_id, arg.key, None)
     if batch_size(arg.task) is not None and isinstance(value, list):
         return merge_batches(value)
@@ -104,12 +106,15 @@ def read_upstream(arg: XComArg, client: Any) -> Any:
 
 def expanded_arguments(task: Task, map_index: int, resolve: Resolver) -> dict[str, Any]:
     """The mapped arguments of one task instance of an ``.expand`` task."""
+    if task.mapping is not None and task.mapping.get("per_index"):
+        return {}  # a mapped group's task, or .expand_kwargs: tradewind picks each index's own
     return arguments_at(mapped_lists(task, resolve), map_index)
 
 
 def check_mappable(task: Task, result: Any) -> None:
     """A result another task maps over must be a list or a dict: fail the task that made it."""
-    if isinstance(result, list | tuple | dict) or task.dag is None:
+    # A map index's result is one item of the list its downstream maps over (second order).
+    if isinstance(result, list | tuple | dict) or task.dag is None or is_expanded(task):
         return
     for other in task.dag.tasks.values():
         mapped = other.mapping["kwargs"].values() if other.mapping else ()

@@ -21,12 +21,13 @@ from types import CoroutineType, FrameType, FunctionType
 from typing import Any, NoReturn
 
 from tradewind.connections import Connection
-from tradewind.context import CONTEXT_KEYS, RuntimeTaskInstance, set_current_context
+from tradewind.context import set_current_context
 from tradewind.dag import DAG
 from tradewind.exceptions import FailTask, SkipTask
 from tradewind.loader import one_line_error
-from tradewind.state_store import TaskStateStore
+from tradewind.runtime_context import task_context
 from tradewind.task import Task
+from tradewind.templates import render_arguments
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
 from worker import protocol as p
 from worker.process import set_signal_handler
@@ -175,6 +176,7 @@ def run_python_task(
         _callback(task.options.on_success_callback, context)
     except SkipTask as skip:
         client.request(p.SkipTask(reason=str(skip)))
+        _callback(task.options.on_skipped_callback, context)
         return 0
     except (Exception, TaskTerminated) as error:
         return _report_failure(client, task, context, details, error)
@@ -190,16 +192,29 @@ def _report_failure(
     error: BaseException,
 ) -> int:
     traceback.print_exc()
-    retryable = not isinstance(error, FailTask)
+    failure = p.FailTask(error=one_line_error(error), retryable=not isinstance(error, FailTask))
+    policy = task.options.retry_policy
+    # An explicit FailTask fails whatever the policy says.
+    decision = policy.evaluate(error) if policy is not None and failure.retryable else None
+    if decision is not None:  # the task's retry policy decides on this exception
+        failure.retryable, failure.retry_delay_seconds = (
+            decision.retryable,
+            decision.retry_delay_seconds,
+        )
+        print(
+            f"retry policy: {'retry' if decision.retryable else 'fail'}, "
+            f"{decision.reason or 'a rule matched'}",
+            file=sys.stderr,
+        )
     context["exception"] = error
 
     def call_back() -> None:
-        if not retryable or details.try_number >= details.max_tries:
+        if not failure.retryable or details.try_number >= details.max_tries:
             _callback(task.options.on_failure_callback, context)
+        else:
+            _callback(task.options.on_retry_callback, context)
 
-    fail_then_call_back(
-        client, p.FailTask(error=one_line_error(error), retryable=retryable), call_back
-    )
+    fail_then_call_back(client, failure, call_back)
     return 1
 
 
@@ -240,33 +255,7 @@ def _callback(callback: Any, context: dict[str, Any]) -> None:
 
 
 def build_context(details: p.TaskDetails, client: Client, dag: DAG, task: Task) -> dict[str, Any]:
-    ti = RuntimeTaskInstance(
-        details.dag_id,
-        details.run_id,
-        details.task_id,
-        details.map_index,
-        details.try_number,
-        client,
-    )
-    return {
-        "ti": ti,
-        "task_instance": ti,
-        "dag": dag,
-        "task": task,
-        "run_id": details.run_id,
-        "dag_run": {
-            "dag_id": details.dag_id,
-            "run_id": details.run_id,
-            "run_type": details.run_type,
-            "conf": details.params,
-            "logical_date": details.logical_date,
-        },
-        "params": details.params,
-        "task_state_store": TaskStateStore(client),
-        "logical_date": details.logical_date,
-        "data_interval_start": details.data_interval_start,
-        "data_interval_end": details.data_interval_end,
-    }
+    return task_context(details, client, dag, task)
 
 
 def resolve(value: Any, client: Client) -> Any:
@@ -282,8 +271,7 @@ def resolve(value: Any, client: Client) -> Any:
 
 def call_task(task: Task, context: dict[str, Any], client: Client) -> Any:
     assert task.python_callable is not None
-    args = resolve(task.args, client)
-    kwargs = resolve(task.kwargs, client)
+    args, kwargs = render_arguments(task, context, lambda arg: resolve(arg, client))
     if is_expanded(task):  # this map index's own item
         map_index = context["ti"].map_index
         kwargs.update(expanded_arguments(task, map_index, lambda value: resolve(value, client)))
@@ -297,10 +285,13 @@ def call_task(task: Task, context: dict[str, Any], client: Client) -> Any:
 def _context_arguments(
     task: Task, context: dict[str, Any], given: dict[str, Any]
 ) -> dict[str, Any]:
-    """Context keys the function names as parameters (``def run(ti=None, params=None)``)."""
+    """Context keys the function names as parameters (``def run(ti=None, params=None)``), or
+    every key when it takes ``**kwargs``, minus those its positional arguments fill."""
     assert task.python_callable is not None
     names = parameter_names(task.python_callable)
-    return {name: context[name] for name in CONTEXT_KEYS if name in names and name not in given}
+    taken = set(given) | set(list(names)[: len(task.args)])
+    wanted = context.keys() if takes_any_keyword(task.python_callable) else names
+    return {name: context[name] for name in wanted if name in context and name not in taken}
 
 
 def parameter_names(function: Callable[..., Any]) -> Collection[str]:
@@ -316,6 +307,16 @@ def parameter_names(function: Callable[..., Any]) -> Collection[str]:
     code = function.__code__
     stars = bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
     return code.co_varnames[: code.co_argcount + code.co_kwonlyargcount + stars]
+
+
+def takes_any_keyword(function: Callable[..., Any]) -> bool:
+    """The function has a ``**kwargs`` parameter: it gets the whole context, as in Airflow."""
+    if type(function) is FunctionType and not any(
+        hasattr(function, name) for name in _SIGNATURE_OVERRIDES
+    ):
+        return bool(function.__code__.co_flags & inspect.CO_VARKEYWORDS)
+    parameters = inspect.signature(function).parameters.values()
+    return any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters)
 
 
 # What inspect.signature consults on a function before its code object.
