@@ -6,7 +6,18 @@ import sys
 
 import typer
 
-from tradewind.cli import connections, dags, db, pools, runs, standalone, tasks, variables
+from tradewind.cli import (
+    api_server,
+    connections,
+    dags,
+    db,
+    pools,
+    runs,
+    standalone,
+    tasks,
+    users,
+    variables,
+)
 from tradewind.cli.common import settings_or_exit, setup_logging
 
 try:  # typer >= 0.22 raises the usage errors of its own copy of click
@@ -30,7 +41,9 @@ app.add_typer(tasks.app, name="tasks")
 app.add_typer(pools.app, name="pools")
 app.add_typer(connections.app, name="connections")
 app.add_typer(variables.app, name="variables")
+app.add_typer(users.app, name="users")
 app.command()(standalone.standalone)
+app.command("api-server")(api_server.api_server)
 
 
 @app.command()

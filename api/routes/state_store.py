@@ -1,0 +1,88 @@
+"""``…/taskInstances/{task_id}/state-store``: a task instance's state values, read and deleted.
+
+Deleting is an operator's repair (a ``user`` may do it, as clearing); the objects of values
+kept in object storage go with their rows.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response, status
+
+from api.deps import CanRead, CanRun, Context, DbSession
+from api.models.resources import (
+    TaskStateStoreCollectionResponse,
+    TaskStateStoreResponse,
+    state_value_response,
+)
+from api.paging import Paging
+from state.marking import delete_state_values
+from state.run_listing import NotFound, get_state_value, get_task_instance, list_state_values
+from state.values import TIKey
+
+PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/state-store"
+router = APIRouter(prefix=PATH, tags=["Task State Store"])
+
+
+@router.get("")
+def list_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    _: CanRead,
+    session: DbSession,
+    page: Paging,
+    map_index: int = -1,
+) -> TaskStateStoreCollectionResponse:
+    key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    get_task_instance(session, key)
+    rows, total = list_state_values(session, key, page)
+    return TaskStateStoreCollectionResponse(
+        task_state_store=[state_value_response(row) for row in rows], total_entries=total
+    )
+
+
+@router.get("/{key}")
+def get_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    key: str,
+    _: CanRead,
+    session: DbSession,
+    map_index: int = -1,
+) -> TaskStateStoreResponse:
+    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    return state_value_response(get_state_value(session, ti_key, key))
+
+
+@router.delete("/{key}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    key: str,
+    _: CanRun,
+    session: DbSession,
+    context: Context,
+    map_index: int = -1,
+) -> Response:
+    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    if not delete_state_values(session, ti_key, [key], context.purgers.states):
+        raise NotFound(f"{dag_id}/{dag_run_id}/{task_id} has no state key {key!r}")
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.delete("", status_code=status.HTTP_204_NO_CONTENT)
+def clear_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    _: CanRun,
+    session: DbSession,
+    context: Context,
+    map_index: int = -1,
+) -> Response:
+    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    get_task_instance(session, ti_key)
+    delete_state_values(session, ti_key, None, context.purgers.states)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
