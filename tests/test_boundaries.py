@@ -3,6 +3,8 @@
 - ``state/`` imports neither the worker nor the scheduler, nor Celery or kombu;
 - the scheduler never imports the worker, and the worker never imports the scheduler;
 - ``broker_config/`` imports no other part of Tradewind;
+- ``api/`` (the API server) imports ``state/``, ``broker_config/`` and the authoring API, never
+  the worker nor the scheduler;
 - no part imports the CLI (``tradewind.cli``), the top floor;
 - the task side (``worker/runner.py``) never reaches SQL: neither ``state`` nor ``sqlalchemy``,
   directly or through the first-party modules it imports at module level.
@@ -21,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config")
+PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config", "api")
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ def violations(part: str, banned: tuple[str, ...]) -> list[str]:
         ("worker", ("scheduler",)),
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
         ("worker/runner.py", ("state", "sqlalchemy")),
+        ("api", ("worker", "scheduler", "celery")),
     ],
 )
 def test_a_part_never_imports_what_it_must_not(part: str, banned: tuple[str, ...]) -> None:
@@ -149,6 +152,7 @@ def reached_from(start: str) -> Iterator[str]:
         ("scheduler.loop", ("worker",)),
         ("worker.execute", ("scheduler",)),
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
+        ("api.app", ("worker", "scheduler", "celery", "tradewind.cli")),
         # The task process imports the authoring API: it must not bring SQL along.
         ("tradewind", ("tradewind.cli", "state", "sqlalchemy")),
     ],
