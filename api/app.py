@@ -42,6 +42,7 @@ from api.templating import STATIC_DIR, render
 from state.dags import NoSuchDag
 from state.marking import BadMark
 from state.paging import BadOrdering
+from state.pools import PoolRefused
 from state.run_listing import NotFound
 from state.runs import RunExists, UnknownDag
 from state.transitions import IllegalTransition
@@ -61,6 +62,7 @@ REFUSALS: dict[type[Exception], int] = {
     BadConf: status.HTTP_400_BAD_REQUEST,
     BadLogToken: status.HTTP_400_BAD_REQUEST,
     BadMark: status.HTTP_400_BAD_REQUEST,
+    PoolRefused: status.HTTP_400_BAD_REQUEST,
     RunExists: status.HTTP_409_CONFLICT,
     UserExists: status.HTTP_409_CONFLICT,
     IllegalTransition: status.HTTP_409_CONFLICT,

@@ -42,6 +42,19 @@ etl()
 
 with DAG("solo", max_active_tasks=1):
     extract.override(task_id="only")()
+
+
+@task
+def double(x: int) -> int:
+    return 2 * x
+
+
+@dag(dag_id="fan")
+def fan():
+    double.expand(x=extract())
+
+
+fan()
 """
 
 PASSWORD = "correct horse battery staple"
@@ -77,3 +90,12 @@ def as_role(api: TestClient) -> Callable[[str], dict[str, str]]:
         return {"Authorization": f"Bearer {tokens[role]}"}
 
     return headers
+
+
+def conforms(model: str, document: object) -> object:
+    """``document`` read by Airflow's own client model ``model`` (its required fields, types)."""
+    import airflow_client.client as airflow
+
+    parsed = getattr(airflow, model).from_dict(document)
+    assert parsed is not None, document
+    return parsed

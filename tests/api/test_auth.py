@@ -36,7 +36,7 @@ def test_health_and_version_need_no_token(api: TestClient) -> None:
 def test_a_token_from_a_password_opens_the_api(api: TestClient, as_role: Headers) -> None:
     reply = api.get("/api/v2/dags", headers=as_role("viewer"))
     assert reply.status_code == 200
-    assert {d["dag_id"] for d in reply.json()["dags"]} == {"etl", "solo"}
+    assert {d["dag_id"] for d in reply.json()["dags"]} == {"etl", "fan", "solo"}
 
 
 def test_a_token_can_be_asked_for_with_a_form(api: TestClient) -> None:
