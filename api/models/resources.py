@@ -43,7 +43,7 @@ class PoolBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=250)
-    slots: int = Field(ge=0)
+    slots: int = Field(ge=0, le=2**31 - 1)
     description: str | None = None
     include_deferred: bool = False
     team_name: str | None = None
@@ -53,7 +53,7 @@ class PoolPatchBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pool: str | None = None
-    slots: int | None = Field(default=None, ge=0)
+    slots: int | None = Field(default=None, ge=0, le=2**31 - 1)
     description: str | None = None
     include_deferred: bool | None = None
     team_name: str | None = None

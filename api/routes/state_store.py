@@ -14,7 +14,7 @@ from api.models.resources import (
     TaskStateStoreResponse,
     state_value_response,
 )
-from api.paging import Paging
+from api.paging import MapIndexQuery, Paging
 from state.marking import delete_state_values
 from state.run_listing import NotFound, get_state_value, get_task_instance, list_state_values
 from state.values import TIKey
@@ -31,7 +31,7 @@ def list_task_state_store(
     _: CanRead,
     session: DbSession,
     page: Paging,
-    map_index: int = -1,
+    map_index: MapIndexQuery = -1,
 ) -> TaskStateStoreCollectionResponse:
     key = TIKey(dag_id, dag_run_id, task_id, map_index)
     get_task_instance(session, key)
@@ -49,7 +49,7 @@ def get_task_state_store(
     key: str,
     _: CanRead,
     session: DbSession,
-    map_index: int = -1,
+    map_index: MapIndexQuery = -1,
 ) -> TaskStateStoreResponse:
     ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
     return state_value_response(get_state_value(session, ti_key, key))
@@ -64,7 +64,7 @@ def delete_task_state_store(
     _: CanRun,
     session: DbSession,
     context: Context,
-    map_index: int = -1,
+    map_index: MapIndexQuery = -1,
 ) -> Response:
     ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
     if not delete_state_values(session, ti_key, [key], context.purgers.states):
@@ -80,7 +80,7 @@ def clear_task_state_store(
     _: CanRun,
     session: DbSession,
     context: Context,
-    map_index: int = -1,
+    map_index: MapIndexQuery = -1,
 ) -> Response:
     ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
     get_task_instance(session, ti_key)

@@ -16,6 +16,7 @@ from api.models.task_instances import (
     TaskDependencyResponse,
     TaskInstancesLogResponse,
 )
+from api.paging import MapIndexPath, MapIndexQuery, TryNumberPath
 from api.structure import dag_view
 from state.listing import get_pool_use
 from state.models import utcnow
@@ -32,11 +33,11 @@ def get_log(
     dag_id: str,
     dag_run_id: str,
     task_id: str,
-    try_number: int,
+    try_number: TryNumberPath,
     _: CanRead,
     session: DbSession,
     context: Context,
-    map_index: int = -1,
+    map_index: MapIndexQuery = -1,
     full_content: bool = False,
     token: str | None = None,
     accept: Annotated[str, Header()] = "application/json",
@@ -69,7 +70,7 @@ def get_task_instance_dependencies(
     task_id: str,
     _: CanRead,
     session: DbSession,
-    map_index: int = -1,
+    map_index: MapIndexQuery = -1,
 ) -> TaskDependencyCollectionResponse:
     """What holds the task instance back: paused DAG, upstream not done, pool full, retry wait."""
     model = get_dag_model(session, dag_id)
@@ -93,6 +94,11 @@ def get_task_instance_dependencies(
 
 @router.get("/{map_index:int}/dependencies")
 def get_task_instance_dependencies_by_map_index(
-    dag_id: str, dag_run_id: str, task_id: str, map_index: int, _: CanRead, session: DbSession
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    map_index: MapIndexPath,
+    _: CanRead,
+    session: DbSession,
 ) -> TaskDependencyCollectionResponse:
     return get_task_instance_dependencies(dag_id, dag_run_id, task_id, _, session, map_index)

@@ -15,6 +15,7 @@ from api.models.task_instances import (
     TaskInstanceCollectionResponse,
     ti_response,
 )
+from api.paging import MapIndexPath, OptionalMapIndex
 from api.routes.clearing import FAILED
 from api.structure import DagView, dag_view
 from state.enums import CLEARABLE, TaskInstanceState
@@ -78,7 +79,7 @@ def patch_task_instance(
     body: PatchTaskInstanceBody,
     _: CanRun,
     session: DbSession,
-    map_index: int | None = None,
+    map_index: OptionalMapIndex = None,
     update_mask: Annotated[list[str] | None, Query()] = None,
 ) -> TaskInstanceCollectionResponse:
     """Mark the task instance (and, as asked, its upstream or downstream) success, failed or
@@ -111,7 +112,7 @@ def patch_task_instance_by_map_index(
     dag_id: str,
     dag_run_id: str,
     task_id: str,
-    map_index: int,
+    map_index: MapIndexPath,
     body: PatchTaskInstanceBody,
     _: CanRun,
     session: DbSession,

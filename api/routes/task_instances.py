@@ -14,7 +14,7 @@ from api.models.task_instances import (
     ti_response,
     tries_of,
 )
-from api.paging import Paging
+from api.paging import IntsQuery, MapIndexPath, MapIndexQuery, Paging
 from state.run_listing import TIFilter, get_run, get_task_instance, list_task_instances
 from state.runs import get_dag_model
 from state.values import TIKey
@@ -36,8 +36,8 @@ def get_task_instances(
     state: ListQuery = None,
     pool: ListQuery = None,
     queue: ListQuery = None,
-    try_number: Annotated[list[int] | None, Query()] = None,
-    map_index: Annotated[list[int] | None, Query()] = None,
+    try_number: IntsQuery = None,
+    map_index: IntsQuery = None,
 ) -> TaskInstanceCollectionResponse:
     if dag_id != "~":
         get_dag_model(session, dag_id)
@@ -85,7 +85,7 @@ def get_task_instance_tries(
     task_id: str,
     _: CanRead,
     session: DbSession,
-    map_index: int = -1,
+    map_index: MapIndexQuery = -1,
 ) -> TaskInstanceHistoryCollectionResponse:
     row = get_task_instance(session, TIKey(dag_id, dag_run_id, task_id, map_index))
     tries = tries_of(row.ti)
@@ -94,13 +94,23 @@ def get_task_instance_tries(
 
 @router.get("/{task_id}/{map_index:int}/tries")
 def get_mapped_task_instance_tries(
-    dag_id: str, dag_run_id: str, task_id: str, map_index: int, _: CanRead, session: DbSession
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    map_index: MapIndexPath,
+    _: CanRead,
+    session: DbSession,
 ) -> TaskInstanceHistoryCollectionResponse:
     return get_task_instance_tries(dag_id, dag_run_id, task_id, _, session, map_index)
 
 
 @router.get("/{task_id}/{map_index:int}")
 def get_mapped_task_instance(
-    dag_id: str, dag_run_id: str, task_id: str, map_index: int, _: CanRead, session: DbSession
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    map_index: MapIndexPath,
+    _: CanRead,
+    session: DbSession,
 ) -> TaskInstanceResponse:
     return ti_response(get_task_instance(session, TIKey(dag_id, dag_run_id, task_id, map_index)))

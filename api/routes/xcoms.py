@@ -12,7 +12,7 @@ from api.models.resources import (
     xcom_entry,
     xcom_value,
 )
-from api.paging import Paging
+from api.paging import MapIndexQuery, OptionalMapIndex, Paging
 from state.run_listing import get_xcom, list_xcoms
 from state.values import TIKey
 
@@ -29,7 +29,7 @@ def get_xcom_entries(
     session: DbSession,
     page: Paging,
     xcom_key: str | None = None,
-    map_index: int | None = None,
+    map_index: OptionalMapIndex = None,
 ) -> XComCollectionResponse:
     key = TIKey(dag_id, dag_run_id, task_id, -1 if map_index is None else map_index)
     rows, total = list_xcoms(session, key, page, xcom_key, all_map_indexes=map_index is None)
@@ -46,7 +46,7 @@ def get_xcom_entry(
     xcom_key: str,
     _: CanRead,
     session: DbSession,
-    map_index: int = -1,
+    map_index: MapIndexQuery = -1,
     deserialize: bool = False,
     stringify: bool = False,
 ) -> XComResponseNative | XComResponseString:
