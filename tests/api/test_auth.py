@@ -164,3 +164,24 @@ def test_logout_needs_the_csrf_token_and_ends_the_session(api: TestClient) -> No
     reply = api.post("/auth/logout", data={"csrf_token": _csrf(page)}, follow_redirects=False)
     assert reply.status_code == 303
     assert api.get("/", follow_redirects=False).status_code == 303
+
+
+def test_the_generated_key_is_kept_so_tokens_outlive_a_restart(
+    api: TestClient, as_role: Headers, home: Home
+) -> None:
+    from api import create_app
+    from api.security import SECRET_KEY_FILE
+
+    kept = home.settings.resolved_home / SECRET_KEY_FILE
+    assert kept.stat().st_mode & 0o777 == 0o600
+    with TestClient(create_app(home.settings)) as restarted:
+        assert restarted.get("/api/v2/dags", headers=as_role("viewer")).status_code == 200
+
+
+def test_a_configured_key_signs_instead(home: Home, monkeypatch) -> None:
+    from api import create_app
+
+    monkeypatch.setattr(home.settings, "api_secret_key", "a configured key of 32 characters!")
+    app = create_app(home.settings)
+    token = app.state.tradewind.tokens.issue("admin")
+    assert jwt.decode(token, "a configured key of 32 characters!", algorithms=["HS256"])["sub"]
