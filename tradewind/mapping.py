@@ -3,7 +3,7 @@
 - ``t.expand(x=xs)``: one task instance per item (map index 0..n-1), made by the scheduler once
   the lists are known (``state/mapping.py``).
 - ``t.iterate(x=xs)``: ONE task instance that runs every item, ``task_concurrency`` at a time,
-  with per-round checkpoints (``worker/iterable.py``).
+  with per-round checkpoints (``worker/task_runner/iterable.py``).
 - ``t.batch(size=k).iterate(x=xs)``: k task instances (map index 0..k-1), items dealt
   round-robin; the downstream task still sees one list in item order.
 - ``t.partial(y=1)``: arguments every item shares.
@@ -85,7 +85,8 @@ class PartialTask:
             raise DagDefinitionError(f"{name}: {both} given to both .partial() and .{kind}()")
         options = self.decorator.options
         if options.command is not None and kind != "expand":
-            # Items of an iterable task run inside one Python process (worker/iterable.py).
+            # Items of an iterable task run inside one Python process
+            # (worker/task_runner/iterable.py).
             raise DagDefinitionError(f"{name}: .{kind}() is for Python tasks, not runtime tasks")
         if options.multiple_outputs:
             raise DagDefinitionError(f"{name}: a mapped task cannot have multiple_outputs=True")

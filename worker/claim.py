@@ -13,11 +13,12 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
+from state.end import TryEnd
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, utcnow
-from state.pools import DEFAULT_POOL
-from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
+from state.structure import TaskSpec, parse_task_spec
+from state.transitions import INCREMENT, Fence, transition_tis_returning
 from state.values import TIKey
 
 TI = TaskInstanceState
@@ -33,14 +34,30 @@ class Claim:
     max_tries: int
     generation: int
     fileloc: str
-    task_spec: dict[str, Any]
+    task_spec: TaskSpec
     run: dict[str, Any]
     # The version of the DAG the run follows (a structure this process may have read already).
     version_hash: str | None = None
 
     @property
     def pool(self) -> str:
-        return str(self.task_spec.get("pool", DEFAULT_POOL))
+        return self.task_spec.pool
+
+    def end(self, final: Final) -> TryEnd:
+        """The try's end as ``state.end.end_try`` records it."""
+        ti, now = self.ti, utcnow()
+        return TryEnd(
+            fence=self.fence,
+            run_pk=self.run_pk,
+            dag_id=ti.dag_id,
+            run_id=ti.run_id,
+            task_id=ti.task_id,
+            pool=self.pool,
+            version_hash=self.version_hash,
+            state=final.state,
+            values=end_values(self, final, now),
+            at=now,
+        )
 
 
 def claim_try(
@@ -75,7 +92,7 @@ def claim_try(
         max_tries=ti.max_tries,
         generation=ti.generation,
         fileloc=run.fileloc,
-        task_spec=run.task_spec or {},
+        task_spec=parse_task_spec(run.task_spec, run.run_version, ti.task_id),
         version_hash=run.run_version,
         run={
             "params": {**(run.params or {}), **(run.conf or {})},
@@ -169,20 +186,11 @@ def final_for_failure(claim: Claim, error: str, retryable: bool) -> Final:
     return Final(TI.FAILED, error)
 
 
-def record_final(session: Session, claim: Claim, final: Final) -> bool:
-    """Write the end of the try, fenced; False when the try no longer held the task instance."""
-    values = end_values(claim, final, utcnow())
-    moved = transition_tis(
-        session, [claim.fence.ti_id], [TI.RUNNING], final.state, values, claim.fence
-    )
-    return moved == 1
-
-
 def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
     """What recording the end writes besides the state."""
     # A supervisor lived to record this end: the delivery count starts over (see claim_try).
     values: dict[str, Any] = {"end_date": now, "error": final.error, "deliveries": 0}
     if final.state == TI.UP_FOR_RETRY:
-        delay = float(claim.task_spec.get("retry_delay_seconds", 0))
+        delay = claim.task_spec.retry_delay_seconds
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
     return values

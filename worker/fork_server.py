@@ -26,16 +26,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from functools import partial
 
 from tradewind.dag import DAG
 from tradewind.task import Task
 from worker import protocol as p
-from worker.iterable import run_iterable_task
-from worker.mapping import is_iterable
 from worker.process import COMMS_FD_ENV, TaskProcess, fork_python_task, reap_finished
-from worker.runner import run_python_task
+from worker.task_runner.body import task_body
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +50,6 @@ class ForkServerError(RuntimeError):
 
 class ForkServerGone(ForkServerError):
     """The fork server exited: it is started again for the next try."""
-
-
-def task_body(
-    dag: DAG, task: Task, details: p.TaskDetails | None = None
-) -> Callable[[socket.socket], int]:
-    """What a Python task process runs; an iterable task runs all its items in it.
-
-    ``details``: the handshake's reply, given ahead (the task process then does not ask).
-    """
-    body = run_iterable_task if is_iterable(task) else run_python_task
-    return lambda comms: body(comms, dag, task, details)
 
 
 class ForkServer:
@@ -231,10 +217,6 @@ def stop_fork_server() -> None:
     server, _server = _server, None
     if server is not None:
         server.close()
-
-
-def current_fork_server() -> ForkServer | None:
-    return _server
 
 
 def start_python_task(

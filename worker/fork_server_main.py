@@ -34,7 +34,7 @@ from typing import NoReturn
 
 from worker import protocol as p
 from worker.dags import find_task, preload
-from worker.fork_server import MAX_PACKET_BYTES, PARENT_PID_ENV, task_body
+from worker.fork_server import MAX_PACKET_BYTES, PARENT_PID_ENV
 from worker.process import (
     _PR_SET_PDEATHSIG,
     _PRCTL,
@@ -43,6 +43,7 @@ from worker.process import (
     exit_task_process,
     prepare_task_process,
 )
+from worker.task_runner.body import task_body
 
 
 class ForkServerLoop:

@@ -16,7 +16,6 @@ Channel rules, and why:
 from __future__ import annotations
 
 import datetime as dt
-import json
 import socket
 import struct
 from typing import Annotated, Any, Literal
@@ -83,7 +82,7 @@ class ClearStateValues(_Message):
 
 
 # Checkpoints of iterable tasks (DESIGN.md §5): the supervisor stores and reads them; what they
-# mean is the task's business (worker/checkpoints.py).
+# mean is the task's business (worker/task_runner/checkpoints.py).
 class WriteCheckpointBatch(_Message):
     type: Literal["WriteCheckpointBatch"] = "WriteCheckpointBatch"
     number: int = Field(ge=0)
@@ -249,7 +248,7 @@ TO_SUPERVISOR: TypeAdapter[ToSupervisor] = TypeAdapter(ToSupervisor)
 TO_TASK: TypeAdapter[ToTask] = TypeAdapter(ToTask, config=ConfigDict(cache_strings="keys"))
 
 
-# --- the XCom backend helper channel (DESIGN.md §6) ----------------------------------------
+# --- the backend helper channel (DESIGN.md §6's XCom backend helper) ----------------------
 # Same frames, other roles: the helper asks for work (``AwaitXComBackendCall``), and each answer
 # (``XComBackendResult``) is also its request for the next call, so the supervisor never sends
 # anything the helper did not ask for. Its Connection/Variable look-ups and secrets travel as the
@@ -373,11 +372,6 @@ class PreEncoded:
     def frame(self, request_id: int) -> bytes:
         body = b'{"id":%d,%b' % (request_id, self._after_id)
         return _HEADER.pack(len(body)) + body
-
-
-def encode_json(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload, allow_nan=False).encode()
-    return _HEADER.pack(len(body)) + body
 
 
 def read_exactly(sock: socket.socket, size: int) -> bytes:

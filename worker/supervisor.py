@@ -27,7 +27,8 @@ from worker import protocol as p
 from worker.claim import Claim, Final, final_for_failure
 from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, reap_later
-from worker.requests import TryContext, handle
+from worker.requests import handle
+from worker.try_context import TryContext
 
 log = logging.getLogger(__name__)
 TI = TaskInstanceState
@@ -72,6 +73,8 @@ class SupervisorLoop:
                     wait = min(wait, 0.05)  # exited: only drain what is left, then stop
                 for key, _ in selector.select(wait):
                     key.data(selector, key.fileobj)
+                for reply in self.ctx.take_replies():  # those the events above made ready
+                    self._send(reply)
                 self._on_deadlines()
                 if self.process.poll() is not None and self._drain_expired():
                     break
@@ -99,10 +102,10 @@ class SupervisorLoop:
             # Wakes the loop the moment the task exits: its pipes close a little before it can
             # be reaped, and polling for that costs a noop task most of its run time.
             selector.register(self._pidfd, selectors.EVENT_READ, self._on_exit)
-        self.ctx.send = self._send
         self.ctx.background.register(selector)
         if self.ctx.xcoms.helper is not None:
-            self.ctx.xcoms.helper.register(selector)
+            # Its look-ups and secrets are answered as the task's are.
+            self.ctx.xcoms.helper.register(selector, lambda message: handle(self.ctx, message))
 
     def _said_and_closed(self) -> bool:
         """The task said how it ended, then closed every channel: nothing more can come of it.
@@ -170,7 +173,7 @@ class SupervisorLoop:
             )
         else:
             reply = handle(self.ctx, request)
-        if reply is not None:  # None: the handler replies later, through ctx.send
+        if reply is not None:  # None: the handler replies later, through ctx.reply_later
             self._send(reply)
 
     def _send(self, reply: p._Message) -> None:
@@ -296,7 +299,7 @@ def supervise_process(
         ctx,
         heartbeat_seconds=settings.heartbeat_seconds,
         kill_grace_seconds=settings.kill_grace_seconds,
-        execution_timeout_seconds=claim.task_spec.get("execution_timeout_seconds"),
+        execution_timeout_seconds=claim.task_spec.execution_timeout_seconds,
     )
     try:
         loop.run()

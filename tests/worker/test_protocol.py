@@ -32,7 +32,7 @@ def union_members(union: object) -> set[type]:
 
 REQUESTS = union_members(p.ToSupervisor)
 REPLIES = union_members(p.ToTask)
-# The XCom backend helper's channel: its own asks and answers, and the calls sent to it.
+# The backend helper's channel: its own asks and answers, and the calls sent to it.
 FROM_HELPER = union_members(p.FromHelper)
 TO_HELPER = union_members(p.ToHelper)
 # The fork server's channels: spares and exit reports to the pool process, which says which spare
@@ -157,14 +157,14 @@ def test_a_pre_encoded_request_frames_as_encode_does(message: p._Message, reques
     assert message.id == 0  # the model it was made from is left as it was
 
 
-def test_encode_json_frames_a_plain_payload_for_runtime_tasks(
+def test_a_frame_written_by_hand_is_read_as_its_message(
     pair: tuple[socket.socket, socket.socket],
 ) -> None:
+    # As a runtime task in another language writes it: a big-endian length, then JSON.
     task_end, supervisor_end = pair
-    task_end.sendall(p.encode_json({"type": "SucceedTask", "id": 3}))
+    body = b'{"type": "SucceedTask", "id": 3}'
+    task_end.sendall(struct.pack(">I", len(body)) + body)
     assert p.TO_SUPERVISOR.validate_json(p.read_frame(supervisor_end)) == p.SucceedTask(id=3)
-    with pytest.raises(ValueError, match="JSON compliant"):
-        p.encode_json({"value": float("nan")})
 
 
 def test_read_frame_reports_a_peer_that_closed_mid_frame(

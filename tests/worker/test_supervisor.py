@@ -32,8 +32,9 @@ from worker.claim import claim_try
 from worker.execute import execute
 from worker.logs import TryLog, log_path
 from worker.process import reap_finished
-from worker.requests import HANDLERS, TryContext
+from worker.requests import HANDLERS
 from worker.supervisor import SupervisorLoop
+from worker.try_context import TryContext
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from state.db import session_scope
 from state.models import DagImportError, DagModel
 from state.runs import RunExists, UnknownDag, create_run
+from state.structure import DagStructure, parse_structure
 from tradewind.cli.common import fail, parse_conf, settings_or_exit
 from tradewind.cli.graph import dag_dot, dag_tree
 from tradewind.cli.outcome import print_outcome
@@ -84,12 +85,12 @@ def show(
         make_console().print(dag_tree(structure))
 
 
-def parsed_structure(settings: Settings, dag_id: str) -> dict[str, Any]:
+def parsed_structure(settings: Settings, dag_id: str) -> DagStructure:
     """The structure of ``dag_id`` parsed from the DAGs folder (no store needed)."""
     folder = settings.resolved_dags_folder
     bag = DagBag.collect(folder)
     if dag_id in bag.dags:
-        return bag.dags[dag_id].structure()
+        return parse_structure(bag.dags[dag_id].structure())
     broken = f" ({len(bag.import_errors)} files fail to import)" if bag.import_errors else ""
     fail(f"no DAG named {dag_id!r} in {folder}{broken}: see `tradewind dags list`")
 

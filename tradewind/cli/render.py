@@ -25,6 +25,7 @@ from rich.text import Text
 from state.enums import FINISHED
 from state.models import DagImportError, DagModel, TaskInstance, utcnow
 from state.progress import ItemsProgress
+from state.structure import structure_of
 from state.values import TIKey
 
 #: Width of piped output: wrapping paths and errors at rich's default 80 would break ``grep``.
@@ -206,14 +207,14 @@ def _cell(value: str | Text) -> Text:
 
 
 def dag_record(model: DagModel) -> dict[str, Any]:
-    structure = model.structure
+    structure = structure_of(model)
     return {
         "dag_id": model.dag_id,
         "fileloc": model.fileloc,
-        "tasks": len(structure.get("tasks", {})),
+        "tasks": len(structure.tasks),
         "is_paused": bool(model.is_paused),
-        "schedule": structure.get("schedule"),
-        "tags": structure.get("tags", []),
+        "schedule": structure.schedule,
+        "tags": list(structure.tags),
     }
 
 

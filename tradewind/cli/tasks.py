@@ -10,6 +10,7 @@ import typer
 from state.db import session_scope
 from state.models import DagModel
 from state.runs import UnknownDag, clear_task_instances
+from state.structure import structure_of
 from tradewind.cli.common import fail, settings_or_exit
 from tradewind.cli.logs import follow_log, resolve_log
 from tradewind.cli.store import get_run, open_store
@@ -44,7 +45,8 @@ def clear(
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
         dag_model = session.get(DagModel, dag_id)
-        check_task_ids(dag_id, dag_model.structure["tasks"] if dag_model else {}, task_ids or [])
+        tasks = structure_of(dag_model).tasks if dag_model else {}
+        check_task_ids(dag_id, tasks, task_ids or [])
         try:
             count = clear_task_instances(
                 session, run, task_ids or None, keep_state, purge, purge_states

@@ -18,6 +18,7 @@ from state.db import session_scope
 from state.enums import DagRunState
 from state.models import DagModel, DagRun, TaskInstance
 from state.progress import ItemsProgress
+from state.structure import structure_of
 from tradewind.cli.render import RunProgress
 from tradewind.cli.store import items_of
 
@@ -43,8 +44,8 @@ def read_progress(url: str, dag_id: str, run_id: str) -> tuple[str, list[str], l
                 dag_id=dag_id, run_id=run_id
             )
         ).all()
-        structure = session.scalars(select(DagModel.structure).filter_by(dag_id=dag_id)).first()
-        tasks = (structure or {}).get("tasks", {})
+        dag_model = session.get(DagModel, dag_id)
+        tasks = structure_of(dag_model).tasks if dag_model else {}
         pairs = ((row.task_id, row.map_index) for row in rows)
         items = items_of(session, dag_id, run_id, pairs, tasks)
     return str(run_state), [str(row.state) for row in rows], list(items.values())

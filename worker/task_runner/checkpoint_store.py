@@ -1,6 +1,6 @@
 """Where an iterable task's checkpoints go: the base, the supervisor's store, and a stub.
 
-``CheckpointStore`` is the four calls ``worker/checkpoints.py`` needs. In a task process it is
+``CheckpointStore`` is the four calls ``checkpoints.py`` needs. In a task process it is
 ``SupervisorCheckpointStore``: each call is one request to the supervisor, which keeps the rows
 in the SQL store (``state/checkpoints.py``). ``MemoryCheckpointStore`` keeps them in a dict, for
 tests and for running an iterable task's logic without a supervisor; it counts its calls.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from worker import protocol as p
-from worker.runner import RequestFailed
+from worker.task_runner.runner import RequestFailed
 
 
 class CheckpointStoreError(RuntimeError):

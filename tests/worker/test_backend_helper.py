@@ -1,4 +1,4 @@
-"""The XCom backend helper process on its own: a real helper, serviced by a selector loop the
+"""The backend helper process on its own: a real helper, serviced by a selector loop the
 test turns. One call at a time, in order; results and errors come back to the call's callback;
 the helper's look-ups go to its supervisor; a helper that dies fails what waits; stopping.
 """
@@ -18,7 +18,7 @@ import pytest
 
 from tradewind.settings import reload_settings
 from worker import protocol as p
-from worker.helper_process import XComHelperProcess
+from worker.backend_helper import BackendHelper
 from worker.logs import TryLog
 from worker.xcom.calls import item
 from worker.xcom.object_storage import REFERENCE_KEY
@@ -33,7 +33,7 @@ LARGE = "v" * 100
 class Supervisor:
     """The supervisor's part, played by the test: a selector loop and answers to look-ups."""
 
-    helper: XComHelperProcess
+    helper: BackendHelper
     selector: selectors.BaseSelector
     markers: Path
     asked: list[p._Message] = field(default_factory=list)
@@ -99,8 +99,8 @@ def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Start]:
         for hook, seconds in slow_seconds.items():
             monkeypatch.setenv(f"TW_TEST_SLOW_{hook.upper()}", str(seconds))
         asked: list[p._Message] = []
-        helper = XComHelperProcess.start(answer_for(log, asked), log)
-        helper.register(selector)
+        helper = BackendHelper.start(log)
+        helper.register(selector, answer_for(log, asked))
         started.append(Supervisor(helper, selector, markers, asked))
         return started[-1]
 
@@ -181,7 +181,7 @@ def test_the_helpers_lookups_are_answered_by_its_supervisor(start: Start, tmp_pa
     # The backend printed the password; its line reached the try's log masked.
     supervisor.turn(lambda: "helper connected" in (tmp_path / "try.log").read_text())
     log = (tmp_path / "try.log").read_text()
-    assert "xcom-helper: helper connected with password ***" in log
+    assert "backend-helper: helper connected with password ***" in log
     assert "hunter2-secret" not in log
 
 
@@ -196,7 +196,7 @@ def test_a_helper_killed_mid_call_fails_every_waiting_call(start: Start) -> None
     os.kill(int(supervisor.marker("helper.pid")[0]), signal.SIGKILL)
 
     supervisor.turn(lambda: len(supervisor.results) == 4, seconds=10)
-    expected = "the XCom backend helper process exited (killed by SIGKILL) before it answered"
+    expected = "the backend helper process exited (killed by SIGKILL) before it answered"
     assert [supervisor.result(n).error for n in ("load1", "load2", "load3")] == [expected] * 3
     assert supervisor.helper.waiting == 0
     # A call made after the helper died fails at once, with the same reason.

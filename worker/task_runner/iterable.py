@@ -29,8 +29,8 @@ from tradewind.state_store import TaskStateStore
 from tradewind.task import Task
 from tradewind.xcom_arg import RETURN_VALUE
 from worker import protocol as p
-from worker.checkpoint_store import SupervisorCheckpointStore
-from worker.checkpoints import (
+from worker.task_runner.checkpoint_store import SupervisorCheckpointStore
+from worker.task_runner.checkpoints import (
     FAILED,
     SKIPPED,
     SUCCESS,
@@ -38,9 +38,9 @@ from worker.checkpoints import (
     EarlierCheckpoints,
     IndexedTaskOutcome,
 )
-from worker.item_pool import run_in_threads, run_on_loop
-from worker.mapping import Item, iterable_items, mapped_lists
-from worker.runner import (
+from worker.task_runner.item_pool import run_in_threads, run_on_loop
+from worker.task_runner.mapping import Item, iterable_items, mapped_lists
+from worker.task_runner.runner import (
     Client,
     TaskTerminated,
     _callback,

@@ -25,8 +25,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from worker.checkpoint_store import CheckpointStore, CheckpointStoreError
-from worker.mapping import Item
+from worker.task_runner.checkpoint_store import CheckpointStore, CheckpointStoreError
+from worker.task_runner.mapping import Item
 
 log = logging.getLogger("tradewind.iterable")
 

@@ -1,7 +1,7 @@
 """What a forked task process starts with: signals, the death signal, logging, its parameters.
 
 The task process is set up with shortcuts that save copy-on-write faults (worker/process.py,
-worker/runner.py); these tests pin that each shortcut gives what the plain call would.
+worker/task_runner/runner.py); these tests pin that each shortcut gives what the plain call would.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import pytest
 from broker_config import message_of
 from tests.state.harness import Home, tradewind_home
 from worker import process as process_module
-from worker import runner
 from worker.execute import execute
 from worker.logs import log_path
-from worker.runner import parameter_names
+from worker.task_runner import runner
+from worker.task_runner.runner import parameter_names
 
 DAGS = """
 import ctypes

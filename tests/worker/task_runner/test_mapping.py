@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tradewind.state_store import MAX_KEY_LENGTH, RESERVED_PREFIX, StateValueError, TaskStateStore
-from worker.mapping import (
+from worker.task_runner.mapping import (
     all_arguments,
     arguments_at,
     batch_indexes,

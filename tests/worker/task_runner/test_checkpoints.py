@@ -10,8 +10,12 @@ from typing import Any
 
 import pytest
 
-from worker.checkpoint_store import CheckpointStoreError, MemoryCheckpointStore, StoredBatches
-from worker.checkpoints import (
+from worker.task_runner.checkpoint_store import (
+    CheckpointStoreError,
+    MemoryCheckpointStore,
+    StoredBatches,
+)
+from worker.task_runner.checkpoints import (
     FAILED,
     SKIPPED,
     SUCCESS,
@@ -21,7 +25,7 @@ from worker.checkpoints import (
     IndexedTaskOutcome,
     PendingCheckpoints,
 )
-from worker.mapping import Item
+from worker.task_runner.mapping import Item
 
 GENERATION = 3
 

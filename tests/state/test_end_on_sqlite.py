@@ -1,9 +1,9 @@
-"""A supervisor's pass after its try's end: a lone successor takes the ended try's slot.
+"""A supervisor's end on SQLite: a lone successor takes the ended try's slot.
 
-The pass runs in the transaction that records the end (``worker/execute.py``). For a successful
-task with one plain successor in its pool, no pool is counted and only the successor's and its
-upstreams' rows are read (none at all when the ended task is its only upstream); anything else
-is the full pass, with the same outcome as the scheduler's.
+The end is recorded by ``state.end.end_try``, as a supervisor does. For a successful task with
+one plain successor in its pool, no pool is counted and only the successor's and its upstreams'
+rows are read (none at all when the ended task is its only upstream); anything else is the full
+pass, with the same outcome as the scheduler's.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from state.db import session_scope
+from broker_config import message_of
+from state.db import session_scope, statement_scope
 from state.enums import TaskInstanceState
 from state.pools import set_pool
-from state.scheduling import Enqueue, schedule_after_end
-from state.transitions import transition_tis
-from tests.state.harness import HAND_OVER_DAGS, Home, StatementCounter
+from state.scheduling import Enqueue
+from tests.state.harness import HAND_OVER_DAGS, Home, StatementCounter, end_claimed
+from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 
@@ -42,21 +43,20 @@ def end_and_pass(
     home: Home,
     run_pk: int,
     task_id: str,
-    pool: str = "default_pool",
     statements: StatementCounter | None = None,
 ) -> list[str]:
-    """Run ``task_id``'s queued try to success and the pass, as one supervisor transaction.
+    """Claim ``task_id``'s queued try and end it in success, as its supervisor would.
 
-    ``statements`` count those of that transaction alone.
+    ``statements`` count those of the end alone.
     """
-    ti_id = home.ti(run_pk, task_id).id
-    with session_scope(home.url) as session:
-        assert transition_tis(session, [ti_id], [TI.QUEUED], TI.RUNNING) == 1
+    ti = home.ti(run_pk, task_id)
+    with statement_scope(home.url) as session:
+        claim = claim_try(session, message_of(Enqueue.of(ti)))
+    assert isinstance(claim, Claim)
     if statements is not None:
         statements.statements.clear()
-    with session_scope(home.url) as session:
-        assert transition_tis(session, [ti_id], [TI.RUNNING], TI.SUCCESS) == 1
-        ready: list[Enqueue] = schedule_after_end(session, run_pk, task_id, pool, True)
+    recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS))
+    assert recorded
     return [enqueue.task_id for enqueue in ready]
 
 
@@ -108,7 +108,7 @@ def test_a_try_waiting_for_a_slot_in_the_run_is_queued_in_order_by_the_full_pass
     assert [e.task_id for e in dags.schedule(run_pk)] == ["a"]  # c waits: one slot
     assert dags.states(run_pk)["c"] == TI.SCHEDULED
 
-    queued = end_and_pass(dags, run_pk, "a", pool="solo")
+    queued = end_and_pass(dags, run_pk, "a")
 
     assert len(queued) == 1 and active(dags, [run_pk]) == 1  # never two in a 1-slot pool
 
@@ -119,7 +119,7 @@ def test_the_successor_keeps_the_slot_of_the_try_it_follows(dags: Home) -> None:
     assert dags.schedule(second) == []  # the pool's one slot is taken
     assert dags.states(second)["a"] == TI.SCHEDULED
 
-    assert end_and_pass(dags, first, "a", pool="solo") == ["b"]
+    assert end_and_pass(dags, first, "a") == ["b"]
 
     assert active(dags, [first, second]) == 1
     assert dags.states(second)["a"] == TI.SCHEDULED

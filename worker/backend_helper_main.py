@@ -1,7 +1,8 @@
-"""The XCom backend helper process: runs the configured backend for a runtime task's supervisor,
-and the state store's object-storage backend for any task's (``XComBackendCall.backend``).
+"""The backend helper process: runs the storage backends for its supervisor, the configured
+XCom backend (a runtime task's XComs, a retry's purges) and the state store's object-storage
+backend (any task's large state values), as ``XComBackendCall.backend`` says.
 
-Started per try as ``python -m worker.xcom_helper_main`` with its comms socket's fd in
+Started per try as ``python -m worker.backend_helper_main`` with its comms socket's fd in
 ``TRADEWIND_COMMS_FD``. It asks for a call (``AwaitXComBackendCall``), runs it, and answers
 with the result (``XComBackendResult``), which is also how it asks for the next call, until the
 supervisor sends ``exit``. Connection and Variable look-ups of the backend are requests to the
@@ -20,8 +21,8 @@ from collections.abc import Callable
 
 from tradewind.settings import Settings, SettingsError, get_settings
 from worker import protocol as p
-from worker.lookups import CommsLookups, LookupFailed
 from worker.process import COMMS_FD_ENV, _die_with_parent
+from worker.task_runner.lookups import CommsLookups, LookupFailed
 from worker.xcom.base import Lookups, XComBackend
 from worker.xcom.calls import run_call
 from worker.xcom.configured import make_backend

@@ -29,10 +29,15 @@ from tradewind.state_store import TaskStateStore
 from tradewind.task import Task
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
 from worker import protocol as p
-from worker.lookups import connection_of, variable_of
-from worker.mapping import check_mappable, expanded_arguments, is_expanded, read_upstream
 from worker.process import set_signal_handler
-from worker.xcom.task_side import TaskXComs
+from worker.task_runner.lookups import connection_of, variable_of
+from worker.task_runner.mapping import (
+    check_mappable,
+    expanded_arguments,
+    is_expanded,
+    read_upstream,
+)
+from worker.task_runner.xcoms import TaskXComs
 
 
 class TaskTerminated(BaseException):

@@ -1,8 +1,11 @@
-"""The supervisor's side of the XCom backend helper process (DESIGN.md §6).
+"""The supervisor's side of the backend helper process (DESIGN.md §6's XCom backend helper).
 
-For a runtime task with a non-default backend, the supervisor starts one helper per try
-(``worker/xcom_helper_main.py``) and services it from the same selector as the task, so a slow
-backend call never delays the task's heartbeats or its ``execution_timeout``:
+The helper runs the storage backends the supervisor must not run itself: the XCom backend, for
+a runtime task with a non-default one (and for a retry's purge of what an earlier try stored),
+and the state store's object-storage backend, for the large state values of any task. The
+supervisor starts at most one helper per try (``worker/backend_helper_main.py``) and services it
+from the same selector as the task, so a slow backend call never delays the task's heartbeats
+or its ``execution_timeout``:
 
 - the helper asks for a call (``AwaitXComBackendCall``) and answers with its result
   (``XComBackendResult``), which also asks for the next; a call is sent only when asked for;
@@ -13,8 +16,9 @@ backend call never delays the task's heartbeats or its ``execution_timeout``:
 - stopping sends ``exit`` (at once if the helper is waiting for a call, else when it next asks),
   waits up to ``exit_timeout_seconds``, then terminates its process group.
 
-With the state store on object storage, a try that has no helper gets a ``HelperOnDemand``,
-whose process starts at its first call (the try's first large state value).
+With the state store on object storage, a try that has no helper gets a
+``BackendHelperOnDemand``, whose process starts at its first call (the try's first large state
+value).
 
 Frames to the helper go through a non-blocking outbox: a helper that stops reading cannot block
 the loop, however large the value it was sent.
@@ -39,22 +43,22 @@ from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, exec_runtime_task
 from worker.xcom.calls import Finish
 
-HELPER_COMMAND = (sys.executable, "-m", "worker.xcom_helper_main")
-LOG_SOURCE = "xcom-helper"
+HELPER_COMMAND = (sys.executable, "-m", "worker.backend_helper_main")
+LOG_SOURCE = "backend-helper"
 _READ_BYTES = 1 << 20
 #: After SIGTERM, how long a helper may take to go before SIGKILL.
 _TERMINATE_GRACE_SECONDS = 2.0
 Answer = Callable[[p._Message], p._Message | None]
 
 
-class XComHelperProcess:
+class BackendHelper:
     """One helper process: its queue of calls and its three channels in the try's selector."""
 
     exit_timeout_seconds: float = 10.0
 
-    def __init__(self, process: TaskProcess, answer: Answer, log: TryLog) -> None:
+    def __init__(self, process: TaskProcess, log: TryLog) -> None:
         self.process = process
-        self._answer = answer
+        self._answer: Answer | None = None  # given with the selector that services the helper
         self._log = log
         self._frames = p.FrameBuffer()
         self._outbox = Outbox(process.comms)
@@ -69,10 +73,13 @@ class XComHelperProcess:
         process.comms.setblocking(False)
 
     @classmethod
-    def start(cls, answer: Answer, log: TryLog) -> XComHelperProcess:
+    def start(cls, log: TryLog) -> BackendHelper:
         process = exec_runtime_task(HELPER_COMMAND)
-        log.line("supervisor", f"started the XCom backend helper process (pid {process.pid})")
-        return cls(process, answer, log)
+        log.line(
+            "supervisor",
+            f"started the backend helper process for XComs and state objects (pid {process.pid})",
+        )
+        return cls(process, log)
 
     # --- the queue --------------------------------------------------------------------------
 
@@ -110,8 +117,10 @@ class XComHelperProcess:
 
     # --- the channels -----------------------------------------------------------------------
 
-    def register(self, selector: selectors.BaseSelector) -> None:
+    def register(self, selector: selectors.BaseSelector, answer: Answer) -> None:
+        """Service the helper from ``selector``; ``answer`` replies to its own requests."""
         self._selector = selector
+        self._answer = answer
         selector.register(self.process.comms, selectors.EVENT_READ, self._on_comms)
         for fd in (self.process.stdout, self.process.stderr):
             selector.register(fd, selectors.EVENT_READ, self._on_output)
@@ -161,6 +170,7 @@ class XComHelperProcess:
             if finish is not None:
                 finish(message)
         else:
+            assert self._answer is not None, "frames are read only once it is registered"
             reply = self._answer(message)
             if reply is not None:
                 self._send(reply)
@@ -186,7 +196,7 @@ class XComHelperProcess:
             self._selector.modify(comms, events, self._on_comms)
 
     def _on_broken(self, reason: str) -> None:
-        self._log.line("supervisor", f"the XCom backend helper process {reason}: stopping it")
+        self._log.line("supervisor", f"the backend helper process {reason}: stopping it")
         self.process.signal_group(signal.SIGKILL)
         self._on_closed()
 
@@ -195,8 +205,7 @@ class XComHelperProcess:
         self._outbox.clear()
         if self._gone is None:
             self._gone = (
-                f"the XCom backend helper process exited ({self._describe_exit()}) "
-                "before it answered"
+                f"the backend helper process exited ({self._describe_exit()}) before it answered"
             )
             if self._stop_at is None and self.waiting:
                 self._log.line("supervisor", f"{self._gone}: failing {self.waiting} call(s)")
@@ -239,7 +248,7 @@ class XComHelperProcess:
         if self._stop_at is not None and self._kill_at is None and now >= self._stop_at:
             self._log.line(
                 "supervisor",
-                f"the XCom backend helper process did not exit within "
+                f"the backend helper process did not exit within "
                 f"{self.exit_timeout_seconds:g}s: sending SIGTERM",
             )
             self.process.signal_group(signal.SIGTERM)
@@ -263,12 +272,12 @@ class XComHelperProcess:
                     self.process.popen.wait(5)
         self._open.clear()  # the try's selector is closed by now
         if self._gone is None:
-            self._gone = "the XCom backend helper process was stopped"
+            self._gone = "the backend helper process was stopped"
         self._fail_waiting(self._gone)
         close_process_handles(self.process)
 
 
-class HelperOnDemand:
+class BackendHelperOnDemand:
     """A helper process started by its first call: a try that never needs one pays nothing.
 
     Used for the state store's objects (``worker/state_store/serving.py``): most tries never
@@ -277,23 +286,22 @@ class HelperOnDemand:
     first comes, which is always from the loop.
     """
 
-    def __init__(self, answer: Answer, log: TryLog) -> None:
-        self._answer = answer
+    def __init__(self, log: TryLog) -> None:
         self._log = log
-        self._selector: selectors.BaseSelector | None = None
-        self.started: XComHelperProcess | None = None
+        self._registered: tuple[selectors.BaseSelector, Answer] | None = None
+        self.started: BackendHelper | None = None
 
     def call(self, call: p.XComBackendCall, finish: Finish) -> None:
         if self.started is None:
-            self.started = XComHelperProcess.start(self._answer, self._log)
-            if self._selector is not None:
-                self.started.register(self._selector)
+            self.started = BackendHelper.start(self._log)
+            if self._registered is not None:
+                self.started.register(*self._registered)
         self.started.call(call, finish)
 
-    def register(self, selector: selectors.BaseSelector) -> None:
-        self._selector = selector
+    def register(self, selector: selectors.BaseSelector, answer: Answer) -> None:
+        self._registered = (selector, answer)
         if self.started is not None:
-            self.started.register(selector)
+            self.started.register(selector, answer)
 
     def begin_stop(self, now: float) -> None:
         if self.started is not None:
