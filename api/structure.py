@@ -1,86 +1,41 @@
-"""The one place ``api/`` reads a DAG's serialized structure (``DagModel.structure``).
+"""The one place ``api/`` reads a DAG's structure: ``state.structure.DagStructure``, typed.
 
-Everything the routes and pages need of a DAG's shape comes through ``DagView`` and
-``TaskView``, so moving to the typed ``state.structure.DagStructure`` is a change of this file
-only. Keys missing from an older structure get the defaults the authoring API uses.
+Routes and models take the structure through ``dag_view`` and the small readers here, so a
+field the structure gains (a description, an owner) is picked up in this file alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
 
 from state.models import DagModel
+from state.structure import DagStructure, TaskSpec, structure_of
+
+__all__ = ["DagStructure", "TaskSpec", "dag_view"]
 
 
-@dataclass(frozen=True)
-class TaskView:
-    task_id: str
-    upstream: tuple[str, ...] = ()
-    downstream: tuple[str, ...] = ()
-    trigger_rule: str = "all_success"
-    retries: int = 0
-    retry_delay_seconds: float = 0.0
-    execution_timeout_seconds: float | None = None
-    queue: str = "default"
-    pool: str = "default_pool"
-    is_mapped: bool = False
-    is_runtime: bool = False
+def dag_view(model: DagModel) -> DagStructure:
+    """The typed structure of a stored DAG (parsed once per version)."""
+    return structure_of(model)
 
 
-@dataclass(frozen=True)
-class DagView:
-    dag_id: str
-    tasks: Mapping[str, TaskView]
-    params: Mapping[str, Any] = field(default_factory=dict)
-    tags: tuple[str, ...] = ()
-    schedule: str | None = None
-    start_date: str | None = None
-    catchup: bool = False
-    max_active_tasks: int = 16
-    max_active_runs: int = 16
-    description: str | None = None
-    doc_md: str | None = None
-    owners: tuple[str, ...] = ()
+def text_option(structure: DagStructure, name: str) -> str | None:
+    """An optional text option of the DAG (``description``, ``doc_md``); None until the
+    structure carries it."""
+    value = getattr(structure, name, None)
+    return value if isinstance(value, str) else None
 
 
-def _task(task_id: str, spec: Mapping[str, Any]) -> TaskView:
-    return TaskView(
-        task_id=task_id,
-        upstream=tuple(spec.get("upstream", ())),
-        downstream=tuple(spec.get("downstream", ())),
-        trigger_rule=str(spec.get("trigger_rule", "all_success")),
-        retries=int(spec.get("retries", 0)),
-        retry_delay_seconds=float(spec.get("retry_delay_seconds", 0) or 0),
-        execution_timeout_seconds=spec.get("execution_timeout_seconds"),
-        queue=str(spec.get("queue", "default")),
-        pool=str(spec.get("pool", "default_pool")),
-        is_mapped=spec.get("mapping") is not None,
-        is_runtime=bool(spec.get("runtime", False)),
-    )
+def owners(structure: DagStructure) -> list[str]:
+    owner = getattr(structure, "owner", None)
+    return [owner] if isinstance(owner, str) else []
 
 
-def dag_view(model: DagModel) -> DagView:
-    structure: Mapping[str, Any] = model.structure or {}
-    tasks = structure.get("tasks", {})
-    owner = structure.get("owner")
-    return DagView(
-        dag_id=model.dag_id,
-        tasks={task_id: _task(task_id, spec) for task_id, spec in tasks.items()},
-        params=dict(structure.get("params") or {}),
-        tags=tuple(structure.get("tags") or ()),
-        schedule=structure.get("schedule"),
-        start_date=structure.get("start_date"),
-        catchup=bool(structure.get("catchup", False)),
-        max_active_tasks=int(structure.get("max_active_tasks", 16)),
-        max_active_runs=int(structure.get("max_active_runs", 16)),
-        description=structure.get("description"),
-        doc_md=structure.get("doc_md"),
-        owners=(owner,) if isinstance(owner, str) else tuple(structure.get("owners") or ()),
-    )
+def is_mapped(spec: TaskSpec) -> bool:
+    return spec.mapping is not None
 
 
 def _is_param(value: Any) -> bool:

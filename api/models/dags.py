@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from api.structure import DagView, TaskView, params_described
+from api.structure import DagStructure, TaskSpec, is_mapped, owners, params_described, text_option
 from state.models import DagModel
 
 
@@ -107,7 +107,7 @@ def dag_version(model: DagModel) -> DagVersionResponse:
     )
 
 
-def _dag_fields(model: DagModel, view: DagView, has_import_errors: bool) -> dict[str, Any]:
+def _dag_fields(model: DagModel, view: DagStructure, has_import_errors: bool) -> dict[str, Any]:
     return {
         "dag_id": model.dag_id,
         "dag_display_name": model.dag_id,
@@ -116,7 +116,7 @@ def _dag_fields(model: DagModel, view: DagView, has_import_errors: bool) -> dict
         "last_parsed_time": model.last_parsed_at,
         "relative_fileloc": model.fileloc.rsplit("/", 1)[-1],
         "fileloc": model.fileloc,
-        "description": view.description,
+        "description": text_option(view, "description"),
         "timetable_summary": view.schedule,
         "timetable_description": view.schedule,
         "timetable_periodic": view.schedule is not None,
@@ -129,23 +129,23 @@ def _dag_fields(model: DagModel, view: DagView, has_import_errors: bool) -> dict
         "has_import_errors": has_import_errors,
         "next_dagrun_logical_date": model.next_dagrun_after,
         "next_dagrun_run_after": model.next_dagrun_after,
-        "owners": list(view.owners),
+        "owners": owners(view),
         "file_token": model.dag_id,
     }
 
 
-def dag_response(model: DagModel, view: DagView, has_import_errors: bool) -> DAGResponse:
+def dag_response(model: DagModel, view: DagStructure, has_import_errors: bool) -> DAGResponse:
     return DAGResponse(**_dag_fields(model, view, has_import_errors))
 
 
 def dag_details(
-    model: DagModel, view: DagView, has_import_errors: bool, active_runs: int
+    model: DagModel, view: DagStructure, has_import_errors: bool, active_runs: int
 ) -> DAGDetailsResponse:
     start = dt.datetime.fromisoformat(view.start_date) if view.start_date else None
     return DAGDetailsResponse(
         **_dag_fields(model, view, has_import_errors),
         catchup=view.catchup,
-        doc_md=view.doc_md,
+        doc_md=text_option(view, "doc_md"),
         start_date=start,
         params=params_described(view.params),
         last_parsed=model.last_parsed_at,
@@ -203,10 +203,10 @@ class TaskCollectionResponse(BaseModel):
     total_entries: int
 
 
-def task_response(task: TaskView) -> TaskResponse:
+def task_response(task_id: str, task: TaskSpec) -> TaskResponse:
     return TaskResponse(
-        task_id=task.task_id,
-        task_display_name=task.task_id,
+        task_id=task_id,
+        task_display_name=task_id,
         trigger_rule=task.trigger_rule,
         retries=task.retries,
         queue=task.queue,
@@ -214,6 +214,6 @@ def task_response(task: TaskView) -> TaskResponse:
         execution_timeout=time_delta(task.execution_timeout_seconds),
         retry_delay=time_delta(task.retry_delay_seconds),
         downstream_task_ids=list(task.downstream),
-        operator_name="@task.runtime" if task.is_runtime else "@task",
-        is_mapped=task.is_mapped,
+        operator_name="@task.runtime" if task.runtime else "@task",
+        is_mapped=is_mapped(task),
     )

@@ -17,7 +17,7 @@ from api.models.task_instances import (
 )
 from api.paging import MapIndexPath, OptionalMapIndex
 from api.routes.clearing import FAILED
-from api.structure import DagView, dag_view
+from api.structure import DagStructure, dag_view
 from state.enums import CLEARABLE, TaskInstanceState
 from state.marking import mark_task_instances
 from state.models import DagRun
@@ -36,7 +36,9 @@ router = APIRouter(tags=["Task Instance"])
 TI_PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}"
 
 
-def related(view: DagView, task_ids: Iterable[str], upstream: bool, downstream: bool) -> set[str]:
+def related(
+    view: DagStructure, task_ids: Iterable[str], upstream: bool, downstream: bool
+) -> set[str]:
     """``task_ids`` with, as asked, every task upstream and downstream of them (transitively)."""
     chosen = set(task_ids)
     pending = list(chosen)

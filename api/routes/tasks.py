@@ -24,7 +24,7 @@ def get_tasks(
     field = order_by.removeprefix("-")
     if field not in _ORDER:
         raise BadOrdering(f"cannot order by {field!r}: order_by takes {', '.join(_ORDER)}")
-    tasks = [task_response(task) for task in view.tasks.values()]
+    tasks = [task_response(task_id, task) for task_id, task in view.tasks.items()]
     tasks.sort(key=lambda task: str(getattr(task, field)), reverse=order_by.startswith("-"))
     return TaskCollectionResponse(tasks=tasks, total_entries=len(tasks))
 
@@ -34,4 +34,4 @@ def get_task(dag_id: str, task_id: str, _: CanRead, session: DbSession) -> TaskR
     view = dag_view(get_dag_model(session, dag_id))
     if task_id not in view.tasks:
         raise NotFound(f"DAG {dag_id!r} has no task {task_id!r}")
-    return task_response(view.tasks[task_id])
+    return task_response(task_id, view.tasks[task_id])
