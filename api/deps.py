@@ -1,7 +1,9 @@
 """The dependencies every route takes: the store session, the current user, the role needed.
 
 - ``DbSession``: one session per request, committed when the route returns, rolled back when
-  it raises (an ``HTTPException`` included: a refused request changes nothing).
+  it raises (an ``HTTPException`` included: a refused request changes nothing). The commit
+  happens before the response is sent (``scope="function"``): a client that reads right after
+  a write sees it, and a commit that fails is the request's error, not a lost write.
 - ``CurrentUser``: the user of the request's ``Authorization: Bearer`` token; for reads only
   (GET, HEAD) the UI's signed session cookie counts too, so a page's live parts can poll the
   API. A write with a cookie alone is refused: only forms, with their CSRF token, write so.
@@ -41,7 +43,7 @@ def db_session(context: Context) -> Iterator[Session]:
         yield session
 
 
-DbSession = Annotated[Session, Depends(db_session)]
+DbSession = Annotated[Session, Depends(db_session, scope="function")]
 
 
 @dataclass(frozen=True)
