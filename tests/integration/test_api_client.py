@@ -144,6 +144,16 @@ def test_airflows_client_drives_a_run_through_the_api(server: tuple[Fleet, str])
     assert _wait_run(runs, "greeting", "from-api") == "success"
     assert tis.get_task_instance("greeting", "from-api", "greet").try_number == 2
 
+    marked = tis.patch_task_instance(
+        "greeting", "from-api", "shout", airflow.PatchTaskInstanceBody(new_state="failed")
+    )
+    assert [(ti.task_id, ti.state.value) for ti in marked.task_instances] == [("shout", "failed")]
+    assert _wait_run(runs, "greeting", "from-api") == "failed"  # the scheduler settles it again
+    run = runs.patch_dag_run("greeting", "from-api", airflow.DAGRunPatchBody(state="success"))
+    assert run.state.value == "success"
+    deps = tis.get_task_instance_dependencies("greeting", "from-api", "shout").dependencies
+    assert [d.name for d in deps] == ["Task Instance State"]
+
 
 def test_pools_variables_and_import_errors_through_the_client(server: tuple[Fleet, str]) -> None:
     _, base = server
