@@ -106,6 +106,7 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     for router_module in _API_ROUTERS:
         app.include_router(router_module.router, prefix=API_PREFIX)
     app.include_router(auth.router)
+    app.include_router(auth.v2_router, prefix=API_PREFIX)
     for error, code in REFUSALS.items():
         app.add_exception_handler(error, _refusal(code))
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -7,6 +7,7 @@ so the scheduler settles it again from its task instances, as a clear does.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Collection, Sequence
 
 from sqlalchemy import Delete, delete, select
@@ -130,3 +131,26 @@ def _purge_state_objects(
         if referring := session.scalars(query).all():
             purge_states(referring)
     delete_returning_objects(session, statement)
+
+
+def set_state_value(
+    session: Session, key: TIKey, state_key: str, text: str, expires_at: dt.datetime | None
+) -> None:
+    """A person's write of one state key (the API's ``PUT``): not a try's, so not fenced.
+
+    A running try that later writes the same key wins, as the last writer does.
+    """
+    session.execute(
+        delete(TaskStateValue).where(
+            TaskStateValue.dag_id == key.dag_id,
+            TaskStateValue.run_id == key.run_id,
+            TaskStateValue.task_id == key.task_id,
+            TaskStateValue.map_index == key.map_index,
+            TaskStateValue.key == state_key,
+        )
+    )
+    session.add(
+        TaskStateValue(
+            **key.__dict__, key=state_key, value=text, expires_at=expires_at, updated_at=utcnow()
+        )
+    )

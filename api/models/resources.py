@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -228,6 +228,23 @@ class TaskStateStoreResponse(BaseModel):
     value: JsonValue
     updated_at: dt.datetime
     expires_at: dt.datetime | None
+
+
+class TaskStateStoreBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    value: JsonValue
+    # "default": no expiry (the state store's own default retention is to keep the value).
+    expires_at: dt.datetime | Literal["default"] | None = "default"
+
+    def expiry(self) -> dt.datetime | None:
+        return None if self.expires_at in (None, "default") else self.expires_at  # type: ignore[return-value]
+
+
+class TaskStateStorePatchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    value: JsonValue
 
 
 class TaskStateStoreCollectionResponse(BaseModel):

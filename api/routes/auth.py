@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -108,3 +108,19 @@ def login(
 def logout(request: Request, _: FormPost) -> Response:
     request.session.clear()
     return RedirectResponse("/auth/login", status.HTTP_303_SEE_OTHER)
+
+
+#: Airflow's ``/api/v2/auth/login`` and ``/logout``: they send a browser to the sign-in pages.
+v2_router = APIRouter(prefix="/auth", tags=["Login"])
+
+
+@v2_router.get("/login")
+def login_redirect(next: str | None = None) -> RedirectResponse:
+    target = _local(next)
+    return RedirectResponse(f"/auth/login?next={quote(target)}", status.HTTP_307_TEMPORARY_REDIRECT)
+
+
+@v2_router.get("/logout")
+def logout_redirect() -> RedirectResponse:
+    """The sign-out form (a CSRF-checked post) is on the pages; this sends the browser there."""
+    return RedirectResponse("/", status.HTTP_307_TEMPORARY_REDIRECT)

@@ -10,12 +10,13 @@ from api.deps import CanRead, DbSession
 from api.models.task_instances import (
     TaskInstanceCollectionResponse,
     TaskInstanceHistoryCollectionResponse,
+    TaskInstanceHistoryResponse,
     TaskInstanceResponse,
     ti_response,
     tries_of,
 )
-from api.paging import IntsQuery, MapIndexPath, MapIndexQuery, Paging
-from state.run_listing import TIFilter, get_run, get_task_instance, list_task_instances
+from api.paging import IntsQuery, MapIndexPath, MapIndexQuery, Paging, TryNumberPath
+from state.run_listing import NotFound, TIFilter, get_run, get_task_instance, list_task_instances
 from state.runs import get_dag_model
 from state.values import TIKey
 
@@ -90,6 +91,23 @@ def get_task_instance_tries(
     row = get_task_instance(session, TIKey(dag_id, dag_run_id, task_id, map_index))
     tries = tries_of(row.ti)
     return TaskInstanceHistoryCollectionResponse(task_instances=tries, total_entries=len(tries))
+
+
+@router.get("/{task_id}/tries/{task_try_number}")
+def get_task_instance_try_details(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    task_try_number: TryNumberPath,
+    _: CanRead,
+    session: DbSession,
+    map_index: MapIndexQuery = -1,
+) -> TaskInstanceHistoryResponse:
+    row = get_task_instance(session, TIKey(dag_id, dag_run_id, task_id, map_index))
+    for one_try in tries_of(row.ti):
+        if one_try.try_number == task_try_number:
+            return one_try
+    raise NotFound(f"{dag_id}/{dag_run_id}/{task_id} has had {row.ti.try_number} tries")
 
 
 @router.get("/{task_id}/{map_index:int}/tries")

@@ -179,3 +179,33 @@ def test_the_state_store_read_and_deleted(api: TestClient, as_role: Headers, hom
     assert api.get(f"{base}/cursor", headers=as_role("viewer")).status_code == 404
     with session_scope(home.url) as session:
         assert session.scalars(select(TaskStateValue)).all() == []
+
+
+def test_the_state_store_written_through_the_api(
+    api: TestClient, as_role: Headers, home: Home
+) -> None:
+    _finish_extract(home, _run(home))
+    base = f"{RUN}/taskInstances/extract/state-store"
+    put = api.put(f"{base}/limit", json={"value": {"rows": 9}}, headers=as_role("user"))
+    assert put.status_code == 204
+    assert api.get(f"{base}/limit", headers=as_role("viewer")).json()["value"] == {"rows": 9}
+    later = "2099-01-01T00:00:00Z"
+    api.put(f"{base}/limit", json={"value": 1, "expires_at": later}, headers=as_role("user"))
+    patched = api.patch(f"{base}/limit", json={"value": 2}, headers=as_role("user")).json()
+    assert (patched["value"], patched["expires_at"]) == (2, "2099-01-01T00:00:00Z")
+    assert api.put(f"{base}/x", json={"value": 1}, headers=as_role("viewer")).status_code == 403
+    missing = api.patch(f"{base}/nope", json={"value": 1}, headers=as_role("user"))
+    assert missing.status_code == 404
+
+
+def test_one_try_and_the_sign_in_redirects(api: TestClient, as_role: Headers, home: Home) -> None:
+    _finish_extract(home, _run(home))
+    one = api.get(f"{RUN}/taskInstances/extract/tries/1", headers=as_role("viewer")).json()
+    conforms("TaskInstanceHistoryResponse", one)
+    assert (one["try_number"], one["state"]) == (1, "success")
+    assert (
+        api.get(f"{RUN}/taskInstances/extract/tries/2", headers=as_role("viewer")).status_code
+        == 404
+    )
+    login = api.get("/api/v2/auth/login", params={"next": "/dags"}, follow_redirects=False)
+    assert login.status_code == 307 and login.headers["location"] == "/auth/login?next=/dags"
