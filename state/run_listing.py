@@ -86,6 +86,8 @@ class TIRow:
 @dataclass(frozen=True)
 class TIFilter:
     task_id: str | None = None
+    task_ids: Sequence[str] = ()
+    mapped_only: bool = False
     map_index: int | None = None
     states: Sequence[str] = ()
     pools: Sequence[str] = ()
@@ -133,6 +135,8 @@ def list_task_instances(
         TaskInstance.dag_id == dag_id if dag_id != ANY else None,
         TaskInstance.run_id == run_id if run_id != ANY else None,
         TaskInstance.task_id == where.task_id if where.task_id is not None else None,
+        TaskInstance.task_id.in_(list(where.task_ids)) if where.task_ids else None,
+        TaskInstance.map_index >= 0 if where.mapped_only else None,
         TaskInstance.map_index == where.map_index if where.map_index is not None else None,
         _state_in(where.states) if where.states else None,
         TaskInstance.pool.in_(list(where.pools)) if where.pools else None,

@@ -70,12 +70,10 @@ def get_mapped_task_instances(
     dag_id: str, dag_run_id: str, task_id: str, _: CanRead, session: DbSession, page: Paging
 ) -> TaskInstanceCollectionResponse:
     get_run(session, dag_id, dag_run_id)
-    where = TIFilter(task_id=task_id)
+    where = TIFilter(task_id=task_id, mapped_only=True)
     rows, total = list_task_instances(session, dag_id, dag_run_id, page, where)
-    mapped = [row for row in rows if row.ti.map_index >= 0]
     return TaskInstanceCollectionResponse(
-        task_instances=[ti_response(row) for row in mapped],
-        total_entries=total if mapped or not rows else 0,
+        task_instances=[ti_response(row) for row in rows], total_entries=total
     )
 
 
