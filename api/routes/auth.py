@@ -16,6 +16,7 @@ from fastapi import APIRouter, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from api.csrf import FormPost
 from api.deps import SESSION_USER, Context, DbSession
@@ -67,7 +68,8 @@ async def _credentials(request: Request) -> LoginBody:
 )
 async def create_token(request: Request, context: Context, session: DbSession) -> LoginResponse:
     body = await _credentials(request)
-    username = _authenticate(session, body.username, body.password)
+    # argon2 takes tens of milliseconds on purpose: off the event loop, as the query is.
+    username = await run_in_threadpool(_authenticate, session, body.username, body.password)
     if username is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid username or password")
     return LoginResponse(access_token=context.tokens.issue(username))
@@ -75,8 +77,10 @@ async def create_token(request: Request, context: Context, session: DbSession) -
 
 def _local(target: str | None) -> str:
     """Where to go after signing in: a path of this server only (no open redirect)."""
-    parts = urlsplit(target or "/")
-    if parts.scheme or parts.netloc or not parts.path.startswith("/") or target is None:
+    if target is None or "\\" in target or target.startswith("//"):
+        return "/"  # browsers read "/\\host" and "//host" as another host
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/"):
         return "/"
     return target
 
@@ -99,7 +103,7 @@ def login(
     if name is None:
         context = {"next": _local(next), "error": "Invalid username or password."}
         return render(request, "login.html", context, status.HTTP_401_UNAUTHORIZED)
-    request.session.clear()  # a new session on sign-in: a planted session id is not kept
+    request.session.clear()  # nothing from before sign-in carries over (a planted token neither)
     request.session[SESSION_USER] = name
     return RedirectResponse(_local(next), status.HTTP_303_SEE_OTHER)
 

@@ -150,10 +150,10 @@ def test_a_wrong_password_on_the_form_shows_the_form_again(api: TestClient) -> N
 def test_login_never_redirects_off_the_server(api: TestClient) -> None:
     token = _csrf(api.get("/auth/login").text)
     form = {"username": "user", "password": PASSWORD, "csrf_token": token}
-    reply = api.post(
-        "/auth/login", data={**form, "next": "https://evil.example/"}, follow_redirects=False
-    )
-    assert reply.headers["location"] == "/"
+    for elsewhere in ("https://evil.example/", "//evil.example", "/\\evil.example", "dags"):
+        reply = api.post("/auth/login", data={**form, "next": elsewhere}, follow_redirects=False)
+        assert reply.headers["location"] == "/", elsewhere
+        form["csrf_token"] = _csrf(api.get("/auth/login").text)  # a new session at each sign-in
 
 
 def test_logout_needs_the_csrf_token_and_ends_the_session(api: TestClient) -> None:
