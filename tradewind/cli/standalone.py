@@ -166,14 +166,16 @@ def standalone(
     url = settings.sql_url
     # Created before the fleet starts: an unknown DAG fails here, with nothing to stop.
     run_id = create_manual_run(settings, url, run, parsed_conf) if run else None
+    serving = not (run and run_id)
+    # Before the fleet too: a Ctrl-C during the password's hashing has nothing to stop yet.
+    admin_password = ensure_admin(settings) if serving else None
     console = make_console()
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        serving = not (run and run_id)
         with embedded_fleet(settings, concurrency, with_api=serving) as fleet:
             describe(console, settings, fleet, concurrency)
             if serving:
-                announce_api(settings, ensure_admin(settings))
+                announce_api(settings, admin_password)
             code = run_once(url, run, run_id, fleet) if run and run_id else serve(fleet)
     finally:
         signal.signal(signal.SIGTERM, previous)
