@@ -11,6 +11,7 @@ router of the UI is added with ``app.include_router``: it gets the session, the 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -18,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
 from api.context import AppContext, Purgers
-from api.deps import SESSION_USER
+from api.deps import PageUser, SignInRequired
 from api.limits import BodyLimit
 from api.logs import BadLogToken
 from api.routes import (
@@ -109,6 +110,7 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     app.include_router(auth.v2_router, prefix=API_PREFIX)
     for error, code in REFUSALS.items():
         app.add_exception_handler(error, _refusal(code))
+    app.add_exception_handler(SignInRequired, _to_sign_in)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.add_api_route("/", home, include_in_schema=False)
     app.add_middleware(
@@ -122,10 +124,13 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     return app
 
 
-def home(request: Request) -> Response:
+async def _to_sign_in(_request: Request, error: Exception) -> Response:
+    path = error.path if isinstance(error, SignInRequired) else "/"
+    return RedirectResponse(f"/auth/login?next={quote(path)}", status.HTTP_303_SEE_OTHER)
+
+
+def home(request: Request, _: PageUser) -> Response:
     """The landing page: who is signed in (the UI's pages start from here)."""
-    if not request.session.get(SESSION_USER):
-        return RedirectResponse("/auth/login?next=/", status.HTTP_303_SEE_OTHER)
     return render(request, "home.html")
 
 

@@ -8,6 +8,8 @@
   (GET, HEAD) the UI's signed session cookie counts too, so a page's live parts can poll the
   API. A write with a cookie alone is refused: only forms, with their CSRF token, write so.
 - ``require(Role.OP)``: the user, if their role has that right; 403 otherwise.
+- ``PageUser``: for the pages, the user of the session cookie; a browser without one is sent
+  to ``/auth/login`` (``SignInRequired``, answered by the app with a redirect back afterwards).
 """
 
 from __future__ import annotations
@@ -110,3 +112,23 @@ CanRead = Annotated[Principal, Depends(require(Role.VIEWER))]
 CanRun = Annotated[Principal, Depends(require(Role.USER))]  # trigger, clear, mark
 CanEdit = Annotated[Principal, Depends(require(Role.OP))]  # pools, variables, connections
 CanAdmin = Annotated[Principal, Depends(require(Role.ADMIN))]  # users
+
+
+class SignInRequired(Exception):
+    """A page asked for by a browser that has not signed in (the app redirects it)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+def page_user(request: Request, session: DbSession) -> Principal:
+    username = request.session.get(SESSION_USER)
+    user = get_user(session, username) if isinstance(username, str) else None
+    if user is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise SignInRequired(target)
+    return Principal(user.username, Role(user.role))
+
+
+PageUser = Annotated[Principal, Depends(page_user)]

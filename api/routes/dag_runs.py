@@ -27,6 +27,9 @@ from state.runs import clear_task_instances, create_run, get_dag_model
 
 router = APIRouter(prefix="/dags/{dag_id}/dagRuns", tags=["DagRun"])
 
+#: Fields of Airflow's trigger body Tradewind has no concept for: refused, never ignored.
+_NOT_SUPPORTED = ("note", "partition_key", "run_after")
+
 
 @router.get("")
 def get_dag_runs(
@@ -57,6 +60,10 @@ def trigger_dag_run(
     dag_id: str, body: TriggerDAGRunPostBody, _: CanRun, session: DbSession
 ) -> DAGRunResponse:
     """Create a queued run (the scheduler takes it from there), its conf checked first."""
+    unsupported = [name for name in _NOT_SUPPORTED if getattr(body, name) is not None]
+    if unsupported:
+        detail = f"{unsupported[0]} is not supported by Tradewind: leave it null"
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, detail)
     model = get_dag_model(session, dag_id)
     check_conf(dag_view(model).params, body.conf or {})
     interval = None

@@ -185,3 +185,9 @@ def test_a_configured_key_signs_instead(home: Home, monkeypatch) -> None:
     app = create_app(home.settings)
     token = app.state.tradewind.tokens.issue("admin")
     assert jwt.decode(token, "a configured key of 32 characters!", algorithms=["HS256"])["sub"]
+
+
+def test_a_page_sends_a_browser_without_a_session_to_sign_in(api: TestClient) -> None:
+    reply = api.get("/?tab=x", follow_redirects=False)
+    assert reply.status_code == 303
+    assert reply.headers["location"] == "/auth/login?next=/%3Ftab%3Dx"

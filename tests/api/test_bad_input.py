@@ -67,3 +67,16 @@ def test_the_openapi_document_names_airflows_paths(api: TestClient) -> None:
     ):
         assert path in document["paths"], path
     assert document["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+
+
+def test_trigger_fields_tradewind_has_not_are_refused(api: TestClient, as_role: Headers) -> None:
+    user = as_role("user")
+    for field, value in (
+        ("note", "hi"),
+        ("partition_key", "p1"),
+        ("run_after", "2026-12-01T00:00:00Z"),
+    ):
+        reply = api.post(RUNS, json={"logical_date": None, field: value}, headers=user)
+        assert reply.status_code == 400
+        assert reply.json()["detail"] == f"{field} is not supported by Tradewind: leave it null"
+    assert _run_count(api, user) == 0
