@@ -120,6 +120,17 @@ def _flower_answers(port: int) -> bool:
         return False
 
 
+def test_the_image_holds_every_package_the_distribution_ships() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    include = pyproject.split("include = [", 1)[1].split("]", 1)[0]
+    packages = {name.strip(' "*') for name in include.split(",")}
+    copied = {
+        line.split()[1] for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("COPY ")
+    }  # fmt: skip
+    assert packages and packages <= copied, packages - copied
+
+
 def test_procfile_commands_parse() -> None:
     for line in (ROOT / "Procfile").read_text().splitlines():
         name, command = line.split(":", 1)
