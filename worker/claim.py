@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,10 +14,12 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
-from state.end import TryEnd
+from state.db import statement_scope
+from state.end import Recorded, TryEnd
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, utcnow
+from state.outage import Retry, StoreUnavailable, ride_out, store_probe
 from state.structure import TaskSpec, parse_task_spec
 from state.transitions import INCREMENT, Fence, transition_tis_returning
 from state.values import TIKey
@@ -194,3 +197,62 @@ def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
         delay = claim.task_spec.retry_delay_seconds
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
     return values
+
+
+class ClaimUnavailable(StoreUnavailable):
+    """The claim could not reach the store in time: its message must go back, not be dropped."""
+
+
+def claim_through_outage(
+    url: str, message: TaskInstanceMessage, max_deliveries: int | None = None
+) -> Claim | str:
+    """``claim_try`` in a statement of its own, waiting out an outage of the store.
+
+    A claim that never reached the store consumed nothing: past the bound, ``ClaimUnavailable``
+    tells the Celery task to give the message back (worker/celery_app.py).
+    """
+
+    def claim() -> Claim | str:
+        with statement_scope(url) as session:
+            return claim_try(session, message, max_deliveries)
+
+    retry = Retry(f"claiming {message.describe()}", probe=store_probe(url))
+    try:
+        return ride_out(claim, retry)
+    except StoreUnavailable as error:
+        raise ClaimUnavailable(str(error)) from error
+
+
+def end_through_outage(
+    url: str, claim: Claim, final: Final, end: Callable[[], Recorded]
+) -> Recorded:
+    """``end()`` (recording the try's end, ``state.end.end_try``), waiting out an outage.
+
+    A connection lost after the server committed the end but before it said so looks like a
+    failure: the next attempt is then refused (the try is no longer running), though the end
+    recorded is this one. That refusal is read as recorded, with nothing more to queue (the
+    scheduler queues what the end made ready).
+    """
+    attempts = 0
+
+    def attempt() -> Recorded:
+        nonlocal attempts
+        attempts += 1
+        recorded = end()
+        if not recorded.recorded and attempts > 1 and _ended_as(url, claim, final):
+            return Recorded(True, [])
+        return recorded
+
+    ti = claim.ti
+    what = f"recording the end of {ti.dag_id}/{ti.run_id}/{ti.task_id} try {claim.fence.try_number}"
+    return ride_out(attempt, Retry(what, probe=store_probe(url)))
+
+
+def _ended_as(url: str, claim: Claim, final: Final) -> bool:
+    """Whether the task instance holds this try's end already (its fence token, its state)."""
+    fence = claim.fence
+    with statement_scope(url) as session:
+        row = session.execute(
+            select(_TI.c.state, _TI.c.try_number, _TI.c.fence_token).where(_TI.c.id == fence.ti_id)
+        ).one_or_none()
+    return row is not None and tuple(row) == (final.state, fence.try_number, fence.token)

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Callable
 
 from broker_config import TaskInstanceMessage
-from state.db import statement_scope
 from state.end import end_try
 from state.enums import TaskInstanceState
 from state.scheduling import Enqueue
@@ -14,7 +13,7 @@ from tradewind.exceptions import TaskNotFound
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
 from worker import protocol as p
-from worker.claim import Claim, Final, claim_try, final_for_failure
+from worker.claim import Claim, Final, claim_through_outage, end_through_outage, final_for_failure
 from worker.dags import find_task
 from worker.fork_server import ForkServerError, start_python_task
 from worker.logs import TryLog, log_path
@@ -31,8 +30,7 @@ def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher
     """Run the try ``message`` names; returns the state recorded (or why it was dropped)."""
     url = settings.sql_url
     # Statements each whole on their own: the claim is one compare-and-set (on PostgreSQL).
-    with statement_scope(url) as session:
-        claim = claim_try(session, message, settings.max_deliveries)
+    claim = claim_through_outage(url, message, settings.max_deliveries)
     if isinstance(claim, str):
         log.warning("dropped message for %s: %s", message.describe(), claim)
         return "dropped"
@@ -111,7 +109,7 @@ def _record(
     if final is None:
         try_log.line("supervisor", "the try lost its task instance: nothing recorded")
         return "lost"
-    recorded = end_try(url, claim.end(final))
+    recorded = end_through_outage(url, claim, final, lambda: end_try(url, claim.end(final)))
     if recorded.enqueued:  # first: the next task's start waits for it, the log does not
         try:
             publish(recorded.enqueued)

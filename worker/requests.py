@@ -15,6 +15,7 @@ from state import checkpoints as cp
 from state.connections import get_connection as read_connection
 from state.connections import get_variable as read_variable
 from state.db import session_scope
+from state.outage import Retry, ride_out, store_probe
 from tradewind.connections import is_sensitive
 from worker import protocol as p
 from worker.state_store import serving as state
@@ -119,4 +120,9 @@ HANDLERS: dict[type[p._Message], Handler] = {
 
 def handle(ctx: TryContext, request: p._Message) -> p._Message | None:
     """Run the handler of ``request``; None when its reply comes later (it waits on the helper)."""
-    return answer(ctx, request, lambda: HANDLERS[type(request)](ctx, request))
+    # A request waits out an outage of the store (state/outage.py), as the heartbeat does.
+    what = f"{type(request).__name__} of task instance {ctx.fence.ti_id}"
+    retry = Retry(what, probe=store_probe(ctx.url))
+    return answer(
+        ctx, request, lambda: ride_out(lambda: HANDLERS[type(request)](ctx, request), retry)
+    )

@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from state.db import session_scope
 from state.enums import TaskInstanceState
+from state.outage import BeatSchedule, OutageLog, budget_seconds, is_store_outage, one_line
 from state.transitions import TryFenced, assert_fence
 from worker import protocol as p
 from worker.claim import Claim, Final, final_for_failure
@@ -64,6 +65,8 @@ class SupervisorLoop:
         now = time.monotonic()
         timeout = now + self.execution_timeout_seconds if self.execution_timeout_seconds else None
         self.deadlines = Deadlines(heartbeat=now + self.heartbeat_seconds, timeout=timeout)
+        beats = OutageLog(f"heartbeats of task instance {self.ctx.fence.ti_id}", log)
+        self._beats = BeatSchedule(self.heartbeat_seconds, beats, last_success=now)
         self.frames = p.FrameBuffer()
         with selectors.DefaultSelector() as selector, closing(self.ctx.background):
             self._register(selector)
@@ -196,8 +199,7 @@ class SupervisorLoop:
     def _on_deadlines(self) -> None:
         now = time.monotonic()
         if now >= self.deadlines.heartbeat:
-            self._heartbeat()
-            self.deadlines.heartbeat = now + self.heartbeat_seconds
+            self._heartbeat(now)
         if self.deadlines.timeout is not None and now >= self.deadlines.timeout:
             self.deadlines.timeout = None
             self.timed_out = True
@@ -224,15 +226,17 @@ class SupervisorLoop:
             if helper is not None:
                 helper.on_time(now)
             if now >= self.deadlines.heartbeat and not self.ctx.lost:
-                self._beat()
-                self.deadlines.heartbeat = now + self.heartbeat_seconds
+                self._beat(now)
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self, now: float) -> None:
         if self.ctx.lost or self.process.poll() is not None:
+            self.deadlines.heartbeat = now + self.heartbeat_seconds
             return
-        self._beat()
+        self._beat(now)
 
-    def _beat(self) -> None:
+    def _beat(self, now: float) -> None:
+        """One fenced heartbeat; it sets when the next one is due."""
+        self.deadlines.heartbeat = now + self.heartbeat_seconds
         try:
             with session_scope(self.ctx.url) as session:
                 assert_fence(session, self.ctx.fence)
@@ -240,8 +244,26 @@ class SupervisorLoop:
             self.ctx.lost = True
             self._stop("the try no longer holds its task instance (cleared, failed or a zombie)")
         except SQLAlchemyError as error:
-            # A missed heartbeat is survivable; the zombie threshold is several intervals long.
-            log.warning("heartbeat of task instance %s failed: %s", self.ctx.fence.ti_id, error)
+            if is_store_outage(error):
+                self._beat_failed(error)
+            else:  # survivable: the zombie threshold is several intervals long
+                log.warning("heartbeat of task instance %s failed: %s", self.ctx.fence.ti_id, error)
+        else:
+            self.deadlines.heartbeat = self._beats.succeeded(time.monotonic())
+
+    def _beat_failed(self, error: SQLAlchemyError) -> None:
+        """The store is away: beat again soon, until the try is past saving (state/outage.py)."""
+        due = self._beats.failed(error, time.monotonic())
+        if due is not None:
+            self.deadlines.heartbeat = due
+            return
+        reason = (
+            f"no heartbeat recorded for over {budget_seconds():g}s ({one_line(error)}): "
+            "the zombie rule takes the try"
+        )
+        log.error("task instance %s: %s", self.ctx.fence.ti_id, reason)
+        self.ctx.lost = True
+        self._stop(reason)
 
     def _stop(self, reason: str) -> None:
         if self.deadlines.stopping_reason is not None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from state.outage import StoreUnavailable
 from state.transitions import Fence, TryFenced
 from state.values import TIKey
 from worker import protocol as p
@@ -102,7 +103,7 @@ def answer(
     except XComBackendError as error:
         # Already "<Type>: <message>" when the helper's backend raised it.
         reply = p.ErrorResponse(error=str(error))
-    except (SQLAlchemyError, ValueError, TypeError) as error:
+    except (SQLAlchemyError, StoreUnavailable, ValueError, TypeError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
         reply = p.ErrorResponse(error=f"{type(error).__name__}: {first_line}")
     if reply is not None:

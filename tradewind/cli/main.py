@@ -8,6 +8,7 @@ import typer
 
 from tradewind.cli import (
     api_server,
+    broker,
     connections,
     dags,
     db,
@@ -41,6 +42,7 @@ app.add_typer(tasks.app, name="tasks")
 app.add_typer(pools.app, name="pools")
 app.add_typer(connections.app, name="connections")
 app.add_typer(variables.app, name="variables")
+app.add_typer(broker.app, name="broker")
 app.add_typer(users.app, name="users")
 app.command()(standalone.standalone)
 app.command("api-server")(api_server.api_server)
