@@ -1,6 +1,7 @@
 """Fixtures of the API tests: a migrated SQLite home with DAGs, one user per role, a client.
 
-``api`` is FastAPI's ``TestClient`` on ``create_app`` for the home's settings; ``token(role)``
+Each test runs on SQLite and on PostgreSQL. ``api`` is FastAPI's ``TestClient`` on
+``create_app`` for the home's settings; ``token(role)``
 signs in as that role's user through ``POST /auth/token`` (cached per test), and
 ``as_role(role)`` gives the headers that carry it.
 """
@@ -60,9 +61,13 @@ fan()
 PASSWORD = "correct horse battery staple"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
-    with tradewind_home(tmp_path, monkeypatch) as made:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def home(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Home]:
+    """A home on SQLite, and one on this machine's PostgreSQL (a fresh database)."""
+    env = {} if request.param == "sqlite" else {"database_url": request.getfixturevalue("pg_url")}
+    with tradewind_home(tmp_path, monkeypatch, **env) as made:
         made.write_dag(API_DAGS)
         made.sync()
         with session_scope(made.url) as session:
