@@ -16,6 +16,7 @@ from urllib.parse import quote
 from fastapi import FastAPI, Request, status
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DataError
 from starlette.middleware.sessions import SessionMiddleware
 
 from api.context import AppContext, Purgers
@@ -111,6 +112,7 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     for error, code in REFUSALS.items():
         app.add_exception_handler(error, _refusal(code))
     app.add_exception_handler(SignInRequired, _to_sign_in)
+    app.add_exception_handler(DataError, _unstorable)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.add_api_route("/", home, include_in_schema=False)
     app.add_middleware(
@@ -122,6 +124,17 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     )
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
     return app
+
+
+async def _unstorable(_request: Request, error: Exception) -> Response:
+    """A value the database cannot hold (PostgreSQL text cannot hold a NUL, for one): 400.
+
+    Only the database's one-line reason is shown: the statement and its parameters (a
+    password among them, maybe) never leave the server.
+    """
+    reason = str(getattr(error, "orig", error)).strip().splitlines()[0]
+    detail = f"the store cannot hold a value of this request: {reason}"
+    return JSONResponse({"detail": detail}, status_code=status.HTTP_400_BAD_REQUEST)
 
 
 async def _to_sign_in(_request: Request, error: Exception) -> Response:

@@ -80,3 +80,16 @@ def test_trigger_fields_tradewind_has_not_are_refused(api: TestClient, as_role: 
         assert reply.status_code == 400
         assert reply.json()["detail"] == f"{field} is not supported by Tradewind: leave it null"
     assert _run_count(api, user) == 0
+
+
+def test_a_value_the_store_cannot_hold_is_400_without_the_statement(
+    api: TestClient, as_role: Headers, home: Home
+) -> None:
+    body = {"key": "k\x00", "value": "secret-value"}
+    reply = api.post("/api/v2/variables", json=body, headers=as_role("op"))
+    if home.url.startswith("sqlite"):
+        assert reply.status_code == 201  # SQLite keeps a NUL in text
+        return
+    assert reply.status_code == 400
+    assert reply.json()["detail"].startswith("the store cannot hold a value of this request: ")
+    assert "SELECT" not in reply.text and "secret-value" not in reply.text
