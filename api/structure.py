@@ -38,23 +38,25 @@ def is_mapped(spec: TaskSpec) -> bool:
     return spec.mapping is not None
 
 
-def _is_param(value: Any) -> bool:
-    """A param with a JSON Schema (``Param(...)``), as opposed to a plain default value."""
-    return isinstance(value, dict) and "schema" in value and isinstance(value["schema"], dict)
+def param_specs(model: DagModel) -> Mapping[str, Mapping[str, Any]]:
+    """Each param's spec (``{"schema": {...}, "has_default": bool}``), as the authoring API's
+    ``Param`` writes it under the structure's ``param_specs``; defaults are under ``params``."""
+    specs = (model.structure or {}).get("param_specs") or {}
+    return {name: spec for name, spec in specs.items() if isinstance(spec, Mapping)}
 
 
-def params_described(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def params_described(model: DagModel) -> dict[str, dict[str, Any]]:
     """Each param as Airflow's API shows it: its value, description and schema."""
+    defaults = dag_view(model).params
+    specs = param_specs(model)
     described = {}
-    for name, value in params.items():
-        if _is_param(value):
-            described[name] = {
-                "value": value.get("value"),
-                "description": value.get("description"),
-                "schema": value["schema"],
-            }
-        else:
-            described[name] = {"value": value, "description": None, "schema": {}}
+    for name in [*defaults, *(name for name in specs if name not in defaults)]:
+        schema = dict(specs.get(name, {}).get("schema") or {})
+        described[name] = {
+            "value": defaults.get(name),
+            "description": schema.get("description"),
+            "schema": schema,
+        }
     return described
 
 
@@ -62,19 +64,31 @@ class BadConf(ValueError):
     """A trigger's conf that the DAG's params refuse."""
 
 
-def check_conf(params: Mapping[str, Any], conf: Mapping[str, Any]) -> None:
-    """Validate a trigger's ``conf`` against the params that carry a schema: one line if not.
+def check_conf(model: DagModel, conf: Mapping[str, Any]) -> None:
+    """Check a trigger's ``conf`` against the DAG's params: one line naming the param if not.
 
-    A plain default (``params={"n": 5}``) accepts any value, as an Airflow ``Param`` without a
-    type does; keys no param names are passed through, as Airflow does.
+    A param with no schema (a plain default) takes any value, as an Airflow ``Param`` without
+    a type does; one without a default must be given; keys no param names pass through.
     """
-    for name, param in params.items():
-        if not _is_param(param):
-            continue
-        value = conf.get(name, param.get("value"))
-        try:
-            jsonschema.validate(value, param["schema"])
-        except jsonschema.ValidationError as error:
-            raise BadConf(f"param {name!r}: {error.message}") from None
-        except jsonschema.SchemaError as error:
-            raise BadConf(f"param {name!r} has an invalid schema: {error.message}") from None
+    defaults = dag_view(model).params
+    for name, spec in param_specs(model).items():
+        if name in conf:
+            value = conf[name]
+        elif name in defaults:
+            value = defaults[name]
+        else:
+            raise BadConf(
+                f"param {name!r} is required: it has no default and the conf does not give it"
+            )
+        if schema := spec.get("schema"):
+            _validate(name, schema, value)
+
+
+def _validate(name: str, schema: Mapping[str, Any], value: Any) -> None:
+    try:
+        jsonschema.validate(value, dict(schema), format_checker=jsonschema.FormatChecker())
+    except jsonschema.ValidationError as error:
+        where = "".join(f"[{part!r}]" for part in error.absolute_path)
+        raise BadConf(f"param {name!r}{where}: {error.message}") from None
+    except jsonschema.SchemaError as error:
+        raise BadConf(f"param {name!r} has a bad schema: {error.message}") from None

@@ -147,7 +147,7 @@ def dag_details(
         catchup=view.catchup,
         doc_md=text_option(view, "doc_md"),
         start_date=start,
-        params=params_described(view.params),
+        params=params_described(model),
         last_parsed=model.last_parsed_at,
         active_runs_count=active_runs,
         concurrency=view.max_active_tasks,

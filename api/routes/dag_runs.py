@@ -18,7 +18,7 @@ from api.models.dag_runs import (
 from api.models.task_instances import TaskInstanceCollectionResponse, ti_response
 from api.paging import Paging
 from api.routes.clearing import FAILED, tasks_to_clear
-from api.structure import check_conf, dag_view
+from api.structure import check_conf
 from state.enums import CLEARABLE, DagRunState
 from state.marking import delete_run, mark_run_state
 from state.paging import MAX_PAGE_LIMIT, Page
@@ -65,7 +65,7 @@ def trigger_dag_run(
         detail = f"{unsupported[0]} is not supported by Tradewind: leave it null"
         raise HTTPException(status.HTTP_400_BAD_REQUEST, detail)
     model = get_dag_model(session, dag_id)
-    check_conf(dag_view(model).params, body.conf or {})
+    check_conf(model, body.conf or {})
     interval = None
     if body.logical_date is not None:
         start = body.data_interval_start or body.logical_date

@@ -110,19 +110,36 @@ def test_conf_is_checked_against_params_with_a_schema(
     with session_scope(home.url) as session:
         model = session.get_one(DagModel, "etl")
         structure = dict(model.structure)
-        structure["params"] = {"n": {"value": 5, "schema": {"type": "integer", "minimum": 1}}}
+        # What the authoring API's Param(5, type="integer", minimum=1) and a required Param()
+        # write: the defaults under params, the schemas under param_specs.
+        structure["param_specs"] = {
+            "n": {"schema": {"type": "integer", "minimum": 1}, "has_default": True},
+            "day": {"schema": {"type": "string", "format": "date"}, "has_default": False},
+        }
         # A new structure is a new version: structures are parsed once per version hash.
         changed = {"structure": structure, "version_hash": "f" * 64}
         session.execute(update(DagModel).where(DagModel.dag_id == "etl").values(**changed))
     user = as_role("user")
-    for conf, words in (({"n": "five"}, "'five' is not of type 'integer'"), ({"n": 0}, "minimum")):
+    cases = (
+        ({"n": "five", "day": "2026-12-01"}, "param 'n': 'five' is not of type 'integer'"),
+        ({"n": 0, "day": "2026-12-01"}, "param 'n': 0 is less than the minimum of 1"),
+        ({"day": "tuesday"}, "param 'day': 'tuesday' is not a 'date'"),
+        ({}, "param 'day' is required: it has no default and the conf does not give it"),
+    )
+    for conf, words in cases:
         reply = api.post(
             f"{V2}/dags/etl/dagRuns", json={"logical_date": None, "conf": conf}, headers=user
         )
         assert reply.status_code == 400, reply.text
-        assert reply.json()["detail"].startswith("param 'n': ") and words in reply.json()["detail"]
+        assert reply.json()["detail"] == words
     assert api.get(f"{V2}/dags/etl/dagRuns", headers=user).json()["total_entries"] == 0
-    assert trigger(api, user, "ok", conf={"n": 3})["conf"] == {"n": 3}
+    assert trigger(api, user, "ok", conf={"day": "2026-12-01"})["conf"] == {"day": "2026-12-01"}
+    details = api.get("/api/v2/dags/etl/details", headers=user).json()
+    assert details["params"]["n"] == {
+        "value": 5,
+        "description": None,
+        "schema": {"type": "integer", "minimum": 1},
+    }
 
 
 def test_a_run_marked_success_marks_its_unfinished_tasks(
