@@ -13,10 +13,11 @@ from __future__ import annotations
 import secrets
 from typing import Annotated
 
-from fastapi import Depends, Form, HTTPException, Request, status
+from fastapi import Depends, Form, Header, HTTPException, Request, status
 
 SESSION_KEY = "csrf"
 FIELD = "csrf_token"
+HEADER = "X-CSRF-Token"
 
 
 def csrf_token(request: Request) -> str:
@@ -29,9 +30,13 @@ def csrf_token(request: Request) -> str:
 
 
 def check_csrf(
-    request: Request, csrf_token: Annotated[str | None, Form(alias=FIELD)] = None
+    request: Request,
+    csrf_token: Annotated[str | None, Form(alias=FIELD)] = None,
+    header_token: Annotated[str | None, Header(alias=HEADER)] = None,
 ) -> None:
-    """Refuse (403) a form post whose ``csrf_token`` is not this session's."""
+    """Refuse (403) a post whose CSRF token, in the form or the ``X-CSRF-Token`` header (a
+    page's script posting without a form), is not this session's."""
+    csrf_token = csrf_token or header_token
     expected = request.session.get(SESSION_KEY)
     if not csrf_token or not isinstance(expected, str):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "the form has no CSRF token: reload it")

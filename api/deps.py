@@ -132,3 +132,15 @@ def page_user(request: Request, session: DbSession) -> Principal:
 
 
 PageUser = Annotated[Principal, Depends(page_user)]
+
+
+def require_on_page(needed: Role) -> Callable[[Principal], Principal]:
+    """As ``require``, for a page: the session's user, if their role has the rights needed."""
+
+    def check(user: PageUser) -> Principal:
+        if not user.may(needed):
+            detail = f"user {user.username!r} ({user.role}) may not do this: it needs {needed}"
+            raise HTTPException(status.HTTP_403_FORBIDDEN, detail)
+        return user
+
+    return check

@@ -191,3 +191,36 @@ def test_a_page_sends_a_browser_without_a_session_to_sign_in(api: TestClient) ->
     reply = api.get("/?tab=x", follow_redirects=False)
     assert reply.status_code == 303
     assert reply.headers["location"] == "/auth/login?next=/%3Ftab%3Dx"
+
+
+def test_pages_get_the_role_check_and_scripts_the_csrf_header(home: Home) -> None:
+    """What the UI's routers build on: a page needing a role, a script's CSRF-checked post."""
+    from fastapi import APIRouter, Depends
+
+    from api import create_app
+    from api.csrf import CsrfChecked
+    from api.deps import require_on_page
+    from state.users import Role
+
+    app = create_app(home.settings)
+    pages = APIRouter()
+
+    # As dependencies: this function's annotations could not name the test's local imports.
+    @pages.post("/ops-only", dependencies=[Depends(require_on_page(Role.OP)), CsrfChecked])
+    def ops_only() -> dict[str, str]:
+        return {"done": "yes"}
+
+    app.include_router(pages)
+    with TestClient(app) as browser:
+        token = _csrf(browser.get("/auth/login").text)
+        form = {"username": "user", "password": PASSWORD, "csrf_token": token}
+        browser.post("/auth/login", data=form)
+        token = _csrf(browser.get("/").text)
+        assert browser.post("/ops-only", headers={"X-CSRF-Token": token}).status_code == 403
+        form = {"username": "op", "password": PASSWORD, "csrf_token": token}
+        browser.post("/auth/login", data=form)
+        token = _csrf(browser.get("/").text)
+        no_token = browser.post("/ops-only")
+        assert no_token.status_code == 403, no_token.text  # no token
+        reply = browser.post("/ops-only", headers={"X-CSRF-Token": token})
+        assert reply.status_code == 200, reply.text
