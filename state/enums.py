@@ -75,7 +75,7 @@ CLEARABLE: frozenset[TaskInstanceState] = frozenset(
 #: A running try marked so sees the change at its next heartbeat and is stopped (§7).
 MARKED_STATES: frozenset[TaskInstanceState] = frozenset({TI.SUCCESS, TI.FAILED, TI.SKIPPED})
 TASK_INSTANCE_MARKS: dict[TaskInstanceState, frozenset[TaskInstanceState]] = {
-    state: MARKED_STATES - {state} for state in TI if state is not TI.REMOVED
+    state: frozenset() if state is TI.REMOVED else MARKED_STATES - {state} for state in TI
 }
 DAG_RUN_MARKS: dict[DagRunState, frozenset[DagRunState]] = {
     DagRunState.QUEUED: frozenset({DagRunState.SUCCESS, DagRunState.FAILED}),
