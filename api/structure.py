@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-
 from state.models import DagModel
 from state.structure import DagStructure, TaskSpec, structure_of
+from tradewind.params import ParamValidationError, resolve_params
 
 __all__ = ["DagStructure", "TaskSpec", "dag_view"]
 
@@ -22,36 +21,23 @@ def dag_view(model: DagModel) -> DagStructure:
     return structure_of(model)
 
 
-def text_option(structure: DagStructure, name: str) -> str | None:
-    """An optional text option of the DAG (``description``, ``doc_md``); None until the
-    structure carries it."""
-    value = getattr(structure, name, None)
-    return value if isinstance(value, str) else None
-
-
 def owners(structure: DagStructure) -> list[str]:
-    owner = getattr(structure, "owner", None)
-    return [owner] if isinstance(owner, str) else []
+    """The DAG's owners, as Airflow lists them: its tasks' ``owner``s, each once."""
+    return sorted({spec.owner for spec in structure.tasks.values()})
 
 
 def is_mapped(spec: TaskSpec) -> bool:
     return spec.mapping is not None
 
 
-def param_specs(model: DagModel) -> Mapping[str, Mapping[str, Any]]:
-    """Each param's spec (``{"schema": {...}, "has_default": bool}``), as the authoring API's
-    ``Param`` writes it under the structure's ``param_specs``; defaults are under ``params``."""
-    specs = (model.structure or {}).get("param_specs") or {}
-    return {name: spec for name, spec in specs.items() if isinstance(spec, Mapping)}
-
-
 def params_described(model: DagModel) -> dict[str, dict[str, Any]]:
     """Each param as Airflow's API shows it: its value, description and schema."""
-    defaults = dag_view(model).params
-    specs = param_specs(model)
+    structure = dag_view(model)
+    defaults, specs = structure.params, structure.param_specs
     described = {}
     for name in [*defaults, *(name for name in specs if name not in defaults)]:
-        schema = dict(specs.get(name, {}).get("schema") or {})
+        spec = specs.get(name)
+        schema = dict(spec.schema_) if spec is not None else {}
         described[name] = {
             "value": defaults.get(name),
             "description": schema.get("description"),
@@ -65,30 +51,9 @@ class BadConf(ValueError):
 
 
 def check_conf(model: DagModel, conf: Mapping[str, Any]) -> None:
-    """Check a trigger's ``conf`` against the DAG's params: one line naming the param if not.
-
-    A param with no schema (a plain default) takes any value, as an Airflow ``Param`` without
-    a type does; one without a default must be given; keys no param names pass through.
-    """
-    defaults = dag_view(model).params
-    for name, spec in param_specs(model).items():
-        if name in conf:
-            value = conf[name]
-        elif name in defaults:
-            value = defaults[name]
-        else:
-            raise BadConf(
-                f"param {name!r} is required: it has no default and the conf does not give it"
-            )
-        if schema := spec.get("schema"):
-            _validate(name, schema, value)
-
-
-def _validate(name: str, schema: Mapping[str, Any], value: Any) -> None:
+    """Check a trigger's ``conf`` against the DAG's params (``tradewind.params``, the check the
+    CLI's trigger makes too): one line naming the param if not."""
     try:
-        jsonschema.validate(value, dict(schema), format_checker=jsonschema.FormatChecker())
-    except jsonschema.ValidationError as error:
-        where = "".join(f"[{part!r}]" for part in error.absolute_path)
-        raise BadConf(f"param {name!r}{where}: {error.message}") from None
-    except jsonschema.SchemaError as error:
-        raise BadConf(f"param {name!r} has a bad schema: {error.message}") from None
+        resolve_params(dag_view(model), conf)
+    except ParamValidationError as error:
+        raise BadConf(str(error)) from None

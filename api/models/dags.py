@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from api.structure import DagStructure, TaskSpec, is_mapped, owners, params_described, text_option
+from api.structure import DagStructure, TaskSpec, is_mapped, owners, params_described
 from state.models import DagModel
 
 
@@ -110,13 +110,13 @@ def dag_version(model: DagModel) -> DagVersionResponse:
 def _dag_fields(model: DagModel, view: DagStructure, has_import_errors: bool) -> dict[str, Any]:
     return {
         "dag_id": model.dag_id,
-        "dag_display_name": model.dag_id,
+        "dag_display_name": view.display_name or model.dag_id,
         "is_paused": model.is_paused,
         "is_stale": not model.is_active,
         "last_parsed_time": model.last_parsed_at,
         "relative_fileloc": model.fileloc.rsplit("/", 1)[-1],
         "fileloc": model.fileloc,
-        "description": text_option(view, "description"),
+        "description": view.description,
         "timetable_summary": view.schedule,
         "timetable_description": view.schedule,
         "timetable_periodic": view.schedule is not None,
@@ -145,7 +145,7 @@ def dag_details(
     return DAGDetailsResponse(
         **_dag_fields(model, view, has_import_errors),
         catchup=view.catchup,
-        doc_md=text_option(view, "doc_md"),
+        doc_md=view.doc_md,
         start_date=start,
         params=params_described(model),
         last_parsed=model.last_parsed_at,

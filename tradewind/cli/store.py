@@ -23,7 +23,7 @@ from state.models import DagModel, DagRun, TaskInstance, XCom
 from state.progress import ItemsProgress, items_progress
 from state.run_listing import NotFound
 from state.run_listing import get_run as run_named
-from state.structure import TaskSpec
+from state.structure import TaskSpec, structure_of
 from state.values import TIKey
 from tradewind.cli.common import EXIT_BAD_INPUT, fail
 from tradewind.cli.graph import upstream_first
@@ -46,7 +46,7 @@ def check_conf(session: Session, dag_id: str, conf: Mapping[str, Any]) -> None:
     if model is None:
         return  # create_run says the DAG is unknown
     try:
-        resolve_params(model.structure, conf)
+        resolve_params(structure_of(model), conf)
     except ParamValidationError as error:
         fail(f"DAG {dag_id!r}: {error}", EXIT_BAD_INPUT)
 
