@@ -73,3 +73,16 @@ with DAG("hosts_chain", params={"seconds": 0.0}):
         if previous is not None:
             previous >> current
         previous = current
+
+
+@task(retries=2, retry_delay=0)
+def flaky(ti: Any = None) -> None:
+    """Fails its first try: only a scheduler moves it on (``up_for_retry`` -> ``scheduled``)."""
+    hold_for(ti, 0.2)
+    if ti.try_number == 1:
+        raise RuntimeError("the first try fails, on purpose")
+
+
+with DAG("hosts_retry", max_active_tasks=64):
+    for number in range(4):
+        flaky.override(task_id=f"r{number}")()
