@@ -132,7 +132,9 @@ class Lab:
         ip("-n", self.switch, "link", "set", "dev", f"{port}-b", "master", "br0", "up")
         argv = [sys.executable, str(_IMPAIR), port, f"{port}-r",
                 "--delay-ms", str(delay_ms), "--loss", str(loss)]  # fmt: skip
-        self.relays[name] = subprocess.Popen(["ip", "netns", "exec", self.switch, *argv])
+        self.relays[name] = subprocess.Popen(
+            ["ip", "netns", "exec", self.switch, *argv], start_new_session=True
+        )
 
     def clear_impairment(self, name: str) -> None:
         relay = self.relays.pop(name, None)
