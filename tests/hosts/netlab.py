@@ -119,6 +119,14 @@ class Lab:
     def restore(self, name: str) -> None:
         ip("-n", self.switch, "link", "set", "dev", self.hosts[name].port, "up")
 
+    def link_is_up(self, name: str) -> bool:
+        shown = ip("-n", self.switch, "link", "show", "dev", self.hosts[name].port)
+        return "UP" in shown.split("<", 1)[1].split(">", 1)[0].split(",")
+
+    def quick_cutter(self) -> QuickCutter:
+        """A cutter that pulls a cable within a millisecond: to cut a host mid-statement."""
+        return QuickCutter(self)
+
     def impair(self, name: str, delay_ms: float, loss: float) -> None:
         """Delay every frame to and from the host by ``delay_ms`` and drop ``loss`` of them, each
         way: the host's port leaves the bridge for a relay (``impair.py``) that sends on to a
@@ -183,6 +191,27 @@ class Lab:
 
 
 Popen = subprocess.Popen[bytes]
+
+
+class QuickCutter:
+    """``cut``, without starting a process: one ``ip -batch`` on the switch reads each order
+    as it is written (starting ``ip`` takes milliseconds, longer than a lock is held)."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+        self.batch = subprocess.Popen(
+            ["ip", "-n", lab.switch, "-batch", "-"], stdin=subprocess.PIPE, text=True
+        )
+
+    def cut(self, name: str) -> None:
+        assert self.batch.stdin is not None
+        self.batch.stdin.write(f"link set dev {self.lab.hosts[name].port} down\n")
+        self.batch.stdin.flush()
+
+    def close(self) -> None:
+        if self.batch.stdin is not None:
+            self.batch.stdin.close()
+        self.batch.wait(10)
 
 
 def _end(process: Popen, grace_seconds: float = 15) -> None:

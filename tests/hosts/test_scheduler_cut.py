@@ -9,8 +9,10 @@ tasks fail their first try, so only a scheduler can move them on (``up_for_retry
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from labfleet import HostsFleet, overlaps, starts_per_try, wait_for
 
@@ -66,3 +68,65 @@ def _retry_gaps(records: list[dict[str, Any]]) -> dict[str, float]:
     ends = {r["ti"]: r["t"] for r in records if r["phase"] == "end" and r["try"] == 1}
     starts = {r["ti"]: r["t"] for r in records if r["phase"] == "start" and r["try"] == 2}
     return {ti: starts[ti] - ends[ti] for ti in starts}
+
+
+#: Held by a pass that queues (the DAG's row, ``state/pools.py``), until it commits.
+_DAG_LOCK_HOLDERS = """
+SELECT host(a.client_addr) FROM pg_locks l
+JOIN pg_stat_activity a ON a.pid = l.pid JOIN pg_class c ON c.oid = l.relation
+WHERE l.granted AND c.relname = 'dag' AND l.mode = 'RowShareLock' AND a.client_addr IS NOT NULL
+"""
+
+
+@pytest.fixture
+def idle_in_transaction_timeout(hosts: HostsFleet) -> Iterator[None]:
+    """The store ends a session idle in a transaction after 3 s (docs/operations.md)."""
+    with hosts.store.admin() as admin:
+        admin.execute("ALTER SYSTEM SET idle_in_transaction_session_timeout = '3s'")
+        admin.execute("SELECT pg_reload_conf()")
+    yield
+    with hosts.store.admin() as admin:
+        admin.execute("ALTER SYSTEM RESET idle_in_transaction_session_timeout")
+        admin.execute("SELECT pg_reload_conf()")
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.usefixtures("idle_in_transaction_timeout")
+def test_a_scheduler_cut_mid_pass_holds_nothing_for_long(hosts: HostsFleet) -> None:
+    """A pass holds the DAG's row locked; a scheduler cut then leaves its session idle in its
+    transaction on the store, locks and all, for as long as the link is down. The store's
+    idle_in_transaction_session_timeout ends it, and the other scheduler carries on."""
+    hosts.settings["TRADEWIND_SCHEDULER_INTERVAL_SECONDS"] = "0.2"
+    for host in ("w1", "w2"):
+        hosts.start_worker(host, concurrency=2)
+    hosts.wait_workers_ready("w1", "w2")
+    for host in ("s1", "s2"):
+        hosts.start_scheduler(host)
+    by_address = {hosts.lab.hosts[h].address: h for h in ("s1", "s2")}
+    cutter = hosts.lab.quick_cutter()
+    hosts.trigger("hosts_wide", "wide")
+    try:
+        cut = _cut_a_scheduler_holding_the_dag(hosts, cutter, by_address)
+    finally:
+        cutter.close()
+
+    assert hosts.wait_runs("hosts_wide", ["wide"], timeout=180) == {"wide": "success"}
+    assert not hosts.lab.link_is_up(cut)  # the run ended while the lock holder stayed cut
+    log = (hosts.store.folder / "postgres.log").read_text()
+    assert "terminating connection due to idle-in-transaction timeout" in log
+    assert set(starts_per_try(hosts.records()).values()) == {1}
+
+
+def _cut_a_scheduler_holding_the_dag(
+    hosts: HostsFleet, cutter: Any, by_address: dict[str, str]
+) -> str:
+    with psycopg.connect(hosts.store.observer_database_url, autocommit=True) as spy:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            holders = [
+                by_address[r[0]] for r in spy.execute(_DAG_LOCK_HOLDERS) if r[0] in by_address
+            ]
+            if holders:
+                cutter.cut(holders[0])
+                return holders[0]
+    raise AssertionError("no scheduler was seen holding the DAG's lock in 60 s")

@@ -86,3 +86,8 @@ def flaky(ti: Any = None) -> None:
 with DAG("hosts_retry", max_active_tasks=64):
     for number in range(4):
         flaky.override(task_id=f"r{number}")()
+
+# Wide: enough task instances that a scheduler's passes keep queueing for a while.
+with DAG("hosts_wide", params={"seconds": 0.0}, max_active_tasks=400):
+    for number in range(400):
+        step.override(task_id=f"w{number}")()
