@@ -2,7 +2,8 @@
 
 Hosts are network namespaces on one bridge (the lab of ``tests/hosts/``, as root): a store host
 with its own PostgreSQL and Redis (AOF on), scheduler hosts running ``tradewind scheduler``,
-worker hosts each running ``celery -A worker worker -c 1``. On a 2-core machine throughput cannot
+worker hosts each running ``celery -A worker worker -c 1``, and a control: one worker host
+with as many pool processes as the most hosts had. On a 2-core machine throughput cannot
 grow with hosts, so each configuration also reports what a task instance costs: CPU time of every
 process in the lab (by role: workers, schedulers, store), SQL statements the store ran
 (``pg_stat_statements``, the observer's own excluded) and Redis commands. A design without
@@ -60,6 +61,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 @dataclass
 class Figures:
     workers: int
+    concurrency: int
     schedulers: int
     tis_per_s: float
     cpu_ms_per_ti: float
@@ -125,14 +127,15 @@ def redis_commands(store: Store) -> int:
 
 
 def run_config(lab: Lab, store: Store, dags: Path, folder: Path, workers: int, schedulers: int,
-               n: int) -> Figures:  # fmt: skip
+               n: int, concurrency: int = 1) -> Figures:  # fmt: skip
     store.reset_database()
     store.flush_redis()
-    fleet = HostsFleet(lab, store, folder / f"w{workers}-s{schedulers}", settings={}, dags=dags)
+    name = f"w{workers}-c{concurrency}-s{schedulers}"
+    fleet = HostsFleet(lab, store, folder / name, settings={}, dags=dags)
     observer = store.observer_database_url.replace("postgres@", "observer@")
     try:
         for host in WORKERS[:workers]:
-            fleet.start_worker(host, concurrency=1)
+            fleet.start_worker(host, concurrency=concurrency)
         fleet.wait_workers_ready(*WORKERS[:workers])
         for host in SCHEDULERS[:schedulers]:
             fleet.start_scheduler(host)
@@ -150,7 +153,7 @@ def run_config(lab: Lab, store: Store, dags: Path, folder: Path, workers: int, s
         cpu = {role: used - cpu_before[role] for role, used in cpu_by_role(lab).items()}
         net = sum(cpu.values()) - idle * seconds
         return Figures(
-            workers, schedulers, n / (last_end - started),
+            workers, concurrency, schedulers, n / (last_end - started),
             sum(cpu.values()) * 1000 / n, net * 1000 / n, idle * 1000, cpu["worker"] * 1000 / n,
             cpu["scheduler"] * 1000 / n, cpu["store"] * 1000 / n,
             statements(store) / n, redis_commands(store) / n,
@@ -182,7 +185,8 @@ def plot(results: list[Figures], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    labels = [f"{r.workers}w/{r.schedulers}s" for r in results]
+    labels = [f"{r.workers}w{'' if r.concurrency == 1 else f' -c{r.concurrency}'}/{r.schedulers}s"
+              for r in results]  # fmt: skip
     left.bar(labels, [r.tis_per_s for r in results], color="tab:blue")
     left.set_title("noop task instances/s (worker hosts -c 1 / scheduler hosts)")
     bottom = [0.0] * len(results)
@@ -224,12 +228,16 @@ def main() -> None:
             for workers in args.workers
             for schedulers in args.schedulers
         ]
+        # The control: as many pool processes as the most hosts had, on one host. What the
+        # hosts cost beyond it is the hosts'; what it costs too is CPUs shared by more processes.
+        most = max(args.workers)
+        results.append(run_config(lab, store, dags, folder, 1, 1, args.n, concurrency=most))
     finally:
         lab.remove()
     report(results, args.n)
 
 
-HEADERS = ["workers", "scheds", "TIs/s", "CPU ms/TI", "net of idle", "idle ms/s", "workers",
+HEADERS = ["workers", "-c", "scheds", "TIs/s", "CPU ms/TI", "net of idle", "idle ms/s", "workers",
            "scheds", "store", "SQL/TI", "Redis/TI"]  # fmt: skip
 
 
