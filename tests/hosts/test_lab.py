@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import netlab
 import pytest
 from netlab import PREFIX, Lab, cannot_make_namespaces, ip, remove_stale
 
@@ -113,3 +114,16 @@ def test_stale_labs_of_dead_owners_are_removed_and_live_ones_kept() -> None:
         for namespace in (stale, live):
             if namespace in ip("netns", "list"):
                 ip("netns", "del", namespace)
+
+
+def test_without_root_the_reason_to_skip_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(netlab.os, "geteuid", lambda: 1000)
+    assert cannot_make_namespaces() == "network namespaces need root (ip netns add)"
+
+
+def test_without_iproute2_the_reason_to_skip_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    if os.geteuid() != 0:
+        pytest.skip("needs root to get past the first check")
+    reason = cannot_make_namespaces()
+    assert reason is not None and reason.startswith("cannot make a network namespace:")
