@@ -3,7 +3,12 @@
 Both run in this one script on the same Redis, each with one worker of 2 prefork processes, so the
 ratio is what matters. Also the upstream-success -> downstream-running latency on a chain.
 
-    python bench/fleet_throughput.py [--n 2000] [--chain 200]
+    python bench/fleet_throughput.py [--n 2000] [--chain 200] [--modes fresh,warm]
+
+Each mode (fresh: a task process per try; warm: TRADEWIND_TASK_PROCESS_REUSE=1000) runs the
+fan-out three times on one fleet: unwatched, watched by ``dags trigger --wait`` on a pty, and
+unwatched again; the CPU per task instance of each kind of process (from /proc, over the first)
+and the peak PSS of the worker's process tree are printed beside the rates.
 
 Prints a table, writes bench/results/fleet_throughput.json and docs/benchmarks/fleet_throughput.png.
 """
@@ -11,19 +16,23 @@ Prints a table, writes bench/results/fleet_throughput.json and docs/benchmarks/f
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
+import pty
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TextIO
 
 import psycopg
 import redis
@@ -31,6 +40,17 @@ from sqlalchemy import func, select
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "bench"))  # after the root: bench/scheduler.py is no package
+
+from process_cpu import (  # noqa: E402
+    ROLES,
+    Fleet,
+    PeakPss,
+    Snapshot,
+    children_by_parent,
+    cpu_ms_by_role,
+    descendants,
+)
 
 from scheduler.dag_sync import sync_dags  # noqa: E402
 from state.db import get_engine, session_scope  # noqa: E402
@@ -60,6 +80,24 @@ with DAG("bench_chain"):
             previous >> current
         previous = current
 """
+
+
+_LOCKS: list[TextIO] = []
+
+
+def own_broker() -> str:
+    """A Redis database number of this run's own: locked as the integration tests lock theirs
+    (tests/integration/conftest.py), so neither flushes the other's queue on the shared server."""
+    for number in range(15, 0, -1):
+        lock = open(f"/tmp/tradewind-test-redis-db-{number}.lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        _LOCKS.append(lock)  # held until this process exits
+        return f"redis://127.0.0.1:6379/{number}"
+    raise RuntimeError("no free Redis database number (1-15) for the benchmark")
 
 
 def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -112,6 +150,11 @@ def worker_argv(app: str) -> list[str]:
 
 
 def bench_raw_celery(n: int, broker: str, workdir: Path) -> float:
+    return bench_raw_celery_cpu(n, broker, workdir)["raw_celery_per_s"]
+
+
+def bench_raw_celery_cpu(n: int, broker: str, workdir: Path) -> dict[str, float]:
+    """Raw Celery's rate on ``n`` noop tasks, and its CPU per task in each of its processes."""
     client = redis.Redis.from_url(broker)
     client.flushdb()
     env = {**os.environ, "BENCH_BROKER_URL": broker}
@@ -123,16 +166,21 @@ def bench_raw_celery(n: int, broker: str, workdir: Path) -> float:
         os.environ["BENCH_BROKER_URL"] = broker
         import raw_celery_app
 
+        fleet = Fleet(worker.pid, redis_pid=redis_pid(broker))
+        before = Snapshot.take(fleet)
         started = time.monotonic()
         with raw_celery_app.app.producer_or_acquire() as producer:
             for _ in range(n):
                 raw_celery_app.noop.apply_async(producer=producer)
         while int(client.get(raw_celery_app.COUNTER) or 0) < n:
             time.sleep(0.01)
-        return n / (time.monotonic() - started)
+        rate = n / (time.monotonic() - started)
+        spent = cpu_ms_by_role(before, Snapshot.take(fleet))
     finally:
         stop(worker)
         client.flushdb()
+    roles = ("celery main", "pool processes", "redis")
+    return {"raw_celery_per_s": rate, **{f"raw cpu_ms {role}": spent[role] / n for role in roles}}
 
 
 def fleet_env(url: str, broker: str, dags: Path, home: Path, **extra: str) -> dict[str, str]:
@@ -181,64 +229,161 @@ def bench_database(prefix: str) -> Iterator[str]:
 
 
 @contextmanager
-def running_fleet(url: str, dags: Path, env: dict[str, str], workdir: Path) -> Iterator[None]:
-    """A fleet (``start_fleet``) from its worker's readiness until the block ends."""
+def running_fleet(
+    url: str, dags: Path, env: dict[str, str], workdir: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]]:
+    """A fleet (``start_fleet``) from its worker's readiness until the block ends: its worker
+    and its scheduler."""
     worker, scheduler = start_fleet(url, dags, env, workdir)
     try:
         wait_ready(workdir / "worker.log")
-        yield
+        yield worker, scheduler
     finally:
         stop(scheduler)
         stop(worker)
 
 
-def bench_fleet(n: int, chain: int, broker: str, workdir: Path) -> dict[str, float]:
+def bench_fleet(
+    n: int, chain: int, broker: str, workdir: Path, reuse: int = 1, watch: bool = False
+) -> dict[str, float]:
+    """The fan-out of ``n`` (CPU by process over it, the worker tree's peak PSS), with ``watch``
+    the same fan-out watched by ``dags trigger --wait`` and once more unwatched, then the chain.
+
+    ``reuse``: TRADEWIND_TASK_PROCESS_REUSE of the worker.
+    """
     dags = workdir / "dags"
     dags.mkdir()
     (dags / "bench.py").write_text(DAG_FILE)
     redis.Redis.from_url(broker).flushdb()
     with bench_database("tw_bench_") as url:
-        env = fleet_env(url, broker, dags, workdir / "home", BENCH_N=str(n), BENCH_CHAIN=str(chain))
-        with running_fleet(url, dags, env, workdir):
+        env = fleet_env(
+            url,
+            broker,
+            dags,
+            workdir / "home",
+            BENCH_N=str(n),
+            BENCH_CHAIN=str(chain),
+            TRADEWIND_TASK_PROCESS_REUSE=str(reuse),
+        )
+        with running_fleet(url, dags, env, workdir) as (worker, scheduler):
             if os.environ.get("BENCH_PROFILE"):
-                profile_workers(workdir)
-            fanout = run_and_wait(url, "bench_fanout", n)
-            hops = chain_hops(url, chain)
-    return {"fleet_tis_per_s": fanout, **hops}
+                profile_workers(workdir, worker.pid)
+            fleet = Fleet(worker.pid, scheduler.pid, lambda: backend_pids(url), redis_pid(broker))
+            pss = PeakPss(fleet)
+            try:
+                result = fan_out(url, n, fleet)
+                if watch:
+                    result.update(watched_fan_out(url, n, env, fleet, workdir))
+                hops = chain_hops(url, chain)
+            finally:
+                pss.stop()
+    at_peak = {f"pss_mb {role}": mb for role, mb in pss.at_peak.items()}
+    return {
+        **result,
+        **hops,
+        "peak_pss_mb": pss.peak_mb,
+        "pss_processes": pss.processes_at_peak,
+        **at_peak,
+    }
 
 
-def profile_workers(workdir: Path) -> None:
-    """py-spy on the worker's processes for 12 s (raw folded stacks in ``workdir``)."""
-    pids = subprocess.run(
-        ["pgrep", "-f", "celery -A worker"], capture_output=True, text=True
-    ).stdout.split()
-    for pid in pids:
+def fan_out(url: str, n: int, fleet: Fleet, run_id: str = "bench") -> dict[str, float]:
+    """One run of the fan-out: its rate, and the CPU per task instance of each kind of process."""
+    before = Snapshot.take(fleet)
+    with session_scope(url) as session:
+        create_run(session, "bench_fanout", run_id=run_id)
+    rate = run_and_wait(url, "bench_fanout", n, run_id)
+    spent = cpu_ms_by_role(before, Snapshot.take(fleet))
+    return {"fleet_tis_per_s": rate, **{f"cpu_ms {role}": ms / n for role, ms in spent.items()}}
+
+
+def watched_fan_out(
+    url: str, n: int, env: dict[str, str], fleet: Fleet, workdir: Path
+) -> dict[str, float]:
+    """The fan-out triggered with ``dags trigger --wait`` on a terminal (a pty, drained), then
+    once more unwatched: the watch's cost is its rate against the mean of the two unwatched."""
+    primary, secondary = pty.openpty()
+    threading.Thread(target=_drain, args=(primary,), daemon=True).start()
+    argv = [sys.executable, "-m", "tradewind.cli", "dags", "trigger", "bench_fanout"]
+    watcher = subprocess.Popen(
+        [*argv, "--run-id", "watched", "--wait"],
+        env={**env, "COLUMNS": "120"},
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=(workdir / "watcher.log").open("wb"),
+    )
+    os.close(secondary)
+    fleet.watcher = watcher.pid
+    while not _run_exists(url, "watched"):
+        time.sleep(0.05)
+    before = Snapshot.take(fleet)
+    watched = run_and_wait(url, "bench_fanout", n, "watched")
+    spent = cpu_ms_by_role(before, Snapshot.take(fleet))
+    watcher.wait(60)
+    fleet.watcher = None
+    again = fan_out(url, n, fleet, run_id="bench-again")["fleet_tis_per_s"]
+    return {
+        "watched_tis_per_s": watched,
+        "unwatched_again_tis_per_s": again,
+        "watcher_cpu_ms_per_ti": spent["watcher"] / n,
+    }
+
+
+def _drain(fd: int) -> None:
+    with suppress(OSError):
+        while os.read(fd, 65536):
+            pass
+
+
+def _run_exists(url: str, run_id: str) -> bool:
+    with session_scope(url) as session:
+        return session.scalar(select(DagRun.id).where(DagRun.run_id == run_id)) is not None
+
+
+def backend_pids(url: str) -> list[int]:
+    """The PostgreSQL backends serving this run's database (the server is shared)."""
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(f"{PG_SERVER}/test", autocommit=True) as admin:
+        rows = admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,))
+        return [int(row[0]) for row in rows]
+
+
+def redis_pid(broker: str) -> int:
+    info = redis.Redis.from_url(broker).info("server")
+    return int(info["process_id"])
+
+
+def profile_workers(workdir: Path, worker: int) -> None:
+    """py-spy on this fleet's worker processes for 12 s (raw folded stacks in ``workdir``)."""
+    for pid in descendants(worker, children_by_parent()):
         subprocess.Popen(
-            ["py-spy", "record", "-p", pid, "-d", "12", "-f", "raw",
+            ["py-spy", "record", "-p", str(pid), "-d", "12", "-f", "raw",
              "-o", str(workdir / f"spy-{pid}.txt"), "--nonblocking"]
         )  # fmt: skip
 
 
-def run_and_wait(url: str, dag_id: str, n: int) -> float:
-    started_wall = time.time()
-    with session_scope(url) as session:
-        create_run(session, dag_id, run_id="bench")
+def run_and_wait(url: str, dag_id: str, n: int, run_id: str = "bench") -> float:
+    """Wait for the ``n`` task instances of the run to succeed; their rate, from the run's
+    creation to the last one's end."""
+    where = (TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id)
     while True:
         with session_scope(url) as session:
             done = session.scalar(
-                select(func.count()).where(
-                    TaskInstance.dag_id == dag_id, TaskInstance.state == "success"
-                )
+                select(func.count()).where(*where, TaskInstance.state == "success")
             )
-            last = session.scalar(
-                select(func.max(TaskInstance.end_date)).where(TaskInstance.dag_id == dag_id)
+            last = session.scalar(select(func.max(TaskInstance.end_date)).where(*where))
+            created = session.scalar(
+                select(DagRun.created_at).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)
             )
         if done == n:
-            return n / (last.timestamp() - started_wall)
+            return n / (last.timestamp() - created.timestamp())
         time.sleep(0.2)
 
 
 def chain_hops(url: str, chain: int) -> dict[str, float]:
+    with session_scope(url) as session:
+        create_run(session, "bench_chain", run_id="bench")
     run_and_wait(url, "bench_chain", chain)
     with session_scope(url) as session:
         rows = {
@@ -266,47 +411,79 @@ def plot(result: dict[str, float], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    modes = [mode for mode in ("fresh", "warm") if f"{mode} fleet_tis_per_s" in result]
+    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(13, 3.8))
     left.bar(
-        ["raw Celery", "Tradewind"],
-        [result["raw_celery_per_s"], result["fleet_tis_per_s"]],
-        color=["grey", "tab:blue"],
+        ["raw Celery", *(f"Tradewind {mode}" for mode in modes)],
+        [result["raw_celery_per_s"], *(result[f"{mode} fleet_tis_per_s"] for mode in modes)],
+        color=["grey", "tab:blue", "tab:green"][: 1 + len(modes)],
     )
     left.set_title(f"{result['n']} noop tasks, 1 worker -c 2 (per s)")
+    bottom = [0.0] * len(modes)
+    for role in ROLES:
+        heights = [result.get(f"{mode} cpu_ms {role}", 0.0) for mode in modes]
+        middle.bar(modes, heights, bottom=bottom, label=role)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    middle.set_title("CPU per task instance, by process (ms)")
+    middle.legend(fontsize=7)
     right.bar(
-        ["p50", "p99"], [result["chain_hop_p50_ms"], result["chain_hop_p99_ms"]], color="tab:orange"
+        [f"{mode} p{q}" for mode in modes for q in (50, 99)],
+        [result[f"{mode} chain_hop_p{q}_ms"] for mode in modes for q in (50, 99)],
+        color="tab:orange",
     )
     right.set_title(f"chain of {result['chain']}: hop latency (ms)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 
 
+MODES = {"fresh": 1, "warm": 1000}
+
+
+def print_table(result: dict[str, float]) -> None:
+    modes = [mode for mode in MODES if f"{mode} fleet_tis_per_s" in result]
+    print(f"{'measure':<40}" + "".join(f"{mode:>12}" for mode in modes))
+    keys = [key.split(" ", 1)[1] for key in result if key.startswith(f"{modes[0]} ")]
+    for key in keys:
+        row = [result.get(f"{mode} {key}") for mode in modes]
+        print(f"{key:<40}" + "".join(f"{value:>12.2f}" for value in row if value is not None))
+    print()
+    for key, value in result.items():
+        if not key.startswith(tuple(f"{mode} " for mode in modes)):
+            print(
+                f"{key:<40}{value:>12.2f}" if isinstance(value, float) else f"{key:<40}{value:>12}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--chain", type=int, default=200)
-    parser.add_argument("--broker", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--broker", help="default: a Redis database number locked for the run")
+    parser.add_argument("--modes", default="fresh,warm", help="fresh (reuse 1), warm (1000)")
     parser.add_argument("--keep", action="store_true", help="keep the logs (printed folder)")
     args = parser.parse_args()
+    args.broker = args.broker or own_broker()
     workdir = Path(tempfile.mkdtemp(prefix="tw-bench-"))
+    result: dict[str, float] = {"n": args.n, "chain": args.chain}
     try:
-        raw = bench_raw_celery(args.n, args.broker, workdir)
-        fleet = bench_fleet(args.n, args.chain, args.broker, workdir)
+        result.update(bench_raw_celery_cpu(args.n, args.broker, workdir))
+        raw = result["raw_celery_per_s"]
+        result["raw cpu_ms all"] = sum(v for k, v in result.items() if k.startswith("raw cpu_ms"))
+        for mode in args.modes.split(","):
+            folder = workdir / mode
+            folder.mkdir()
+            fleet = bench_fleet(args.n, args.chain, args.broker, folder, MODES[mode], watch=True)
+            fleet["ratio"] = fleet["fleet_tis_per_s"] / raw
+            unwatched = (fleet["fleet_tis_per_s"] + fleet["unwatched_again_tis_per_s"]) / 2
+            fleet["watch_slowdown_pct"] = 100 * (1 - fleet["watched_tis_per_s"] / unwatched)
+            fleet["cpu_ms all"] = sum(v for k, v in fleet.items() if k.startswith("cpu_ms"))
+            result.update({f"{mode} {key}": value for key, value in fleet.items()})
     finally:
         if args.keep:
             print(f"logs kept in {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    result = {
-        "n": args.n,
-        "chain": args.chain,
-        "raw_celery_per_s": raw,
-        **fleet,
-        "ratio": fleet["fleet_tis_per_s"] / raw,
-    }
-    print(f"{'measure':<34}{'value':>12}")
-    for key, value in result.items():
-        print(f"{key:<34}{value:>12.2f}" if isinstance(value, float) else f"{key:<34}{value:>12}")
+    print_table(result)
     (ROOT / "bench" / "results" / "fleet_throughput.json").write_text(
         json.dumps(result, indent=2) + "\n"
     )

@@ -2,13 +2,13 @@
 
     python bench/iterable_checkpoints.py [--sizes 1000,5000,16194] [--item-ms 5] [--latency-ms 2]
 
-An iterable task's item loop (``worker.iterable.ItemRunner``, ``task_concurrency=16``, ``async
-def`` items that each wait ``--item-ms``) runs in this process against a stand-in supervisor: one
-channel (a lock, as the task's socket is), every request answered after ``--latency-ms``, values
-kept in a dict. Two schemes, same items, same channel:
+An iterable task's item loop (``worker.task_runner.iterable.ItemRunner``,
+``task_concurrency=16``, ``async def`` items that each wait ``--item-ms``) runs in this process
+against a stand-in supervisor: one channel (a lock, as the task's socket is), every request
+answered after ``--latency-ms``, values kept in a dict. Two schemes, same items, same channel:
 
 - per round (Tradewind's): one ``WriteCheckpointBatch`` per 16 outcomes, one
-  ``ReadCheckpointBatches`` before a retry (``worker/checkpoints.py``);
+  ``ReadCheckpointBatches`` before a retry (``worker/task_runner/checkpoints.py``);
 - per index (the baseline, kept only here): one write per outcome under ``_iterable_<index>``; a
   retry lists the keys, then reads them one by one.
 
@@ -34,9 +34,9 @@ from typing import Any
 from tradewind import DAG, get_current_context, task
 from tradewind.context import RuntimeTaskInstance, set_current_context
 from worker import protocol as p
-from worker.checkpoint_store import SupervisorCheckpointStore
-from worker.checkpoints import Checkpoints, EarlierCheckpoints, IndexedTaskOutcome
-from worker.iterable import ItemRunner
+from worker.task_runner.checkpoint_store import SupervisorCheckpointStore
+from worker.task_runner.checkpoints import Checkpoints, EarlierCheckpoints, IndexedTaskOutcome
+from worker.task_runner.iterable import ItemRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 16

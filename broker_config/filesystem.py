@@ -7,7 +7,8 @@ the system temporary folder, which across filesystems is a copy, so two consumer
 
 This transport writes each message under a hidden name and renames it into place (a reader only
 ever sees complete files), claims a file by renaming it within the same folder tree (exactly one
-consumer wins), and drops an unreadable file with one log line instead of dying. Consumers take
+consumer wins), and moves a file it cannot read as a message (``check_entry``) to the dead
+letters with one log line instead of dying. Consumers take
 files in name order; kombu names them by milliseconds of uptime, unpadded, so the order broke each
 time that number gained a digit and started over at every boot (the queue folder outlives both):
 names here start with the wall-clock time in nanoseconds, zero-padded to a fixed width.
@@ -15,7 +16,6 @@ names here start with the wall-clock time in nanoseconds, zero-padded to a fixed
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 import uuid
@@ -24,9 +24,9 @@ from queue import Empty
 from typing import Any
 
 from kombu.transport import TRANSPORT_ALIASES, filesystem
-from kombu.utils.json import dumps, loads
+from kombu.utils.json import dumps
 
-log = logging.getLogger(__name__)
+from broker_config.dead_letters import FolderDeadLetters, UndecodableEntry, check_entry, refuse
 
 
 class Channel(filesystem.Channel):
@@ -55,10 +55,16 @@ class Channel(filesystem.Channel):
             payload = claimed.read_bytes()
             claimed.unlink()
             try:
-                return loads(payload)  # type: ignore[no-untyped-call]
-            except ValueError:
-                log.error("dropped unreadable message file %s (%d bytes)", name, len(payload))
+                return check_entry(payload)
+            except UndecodableEntry as error:
+                refuse(self._dead_letters(), str(queue), payload, error)
         raise Empty()
+
+    def _dead_letters(self) -> FolderDeadLetters:
+        folder = self.transport_options.get("dead_letter_folder")
+        if folder is None:  # a kombu connection built without Tradewind's options
+            folder = Path(self.processed_folder).parent / "dead_letters"
+        return FolderDeadLetters(Path(folder))
 
 
 class Transport(filesystem.Transport):

@@ -26,11 +26,17 @@ def celery_settings(broker_url: str, broker_folder: Path) -> dict[str, Any]:
         # One message at a time per pool process: a long task never sits on messages
         # another idle worker could run.
         "worker_prefetch_multiplier": 1,
-        # If the broker connection drops, running tasks' messages go back; the claim in SQL
-        # keeps the redelivery from running a try twice.
-        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # A broker outage must not cost a running try (DESIGN.md §7 "Outages"): True would
+        # SIGTERM every running task on connection loss. Kept running, the try records its end
+        # in SQL; its message, unacknowledgeable on the lost channel, stays in Redis's unacked
+        # hash and any copy delivered later is a duplicate the claim drops.
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
         # A worker started before its broker (compose, honcho) waits for it instead of exiting.
         "broker_connection_retry_on_startup": True,
+        # ...and one whose broker went away waits for it as long as it takes (Celery's 100
+        # attempts are under two minutes at the worker's 1 s between attempts): its running
+        # tries go on meanwhile (worker/celery_app.py).
+        "broker_connection_max_retries": None,
         # JSON only: a worker never unpickles what a message carries.
         "task_serializer": "json",
         "accept_content": ["json"],  # anything else is refused before it is decoded

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from celery import Celery
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from broker_config import make_celery_app, publish_many
 from scheduler.callbacks import LostTry, run_failure_callback
@@ -33,6 +34,7 @@ from state.liveness import (
     resend_queued,
 )
 from state.models import TaskInstance, utcnow
+from state.outage import STORE_ERRORS, OutageLog, is_store_outage
 from state.scheduling import Enqueue, try_schedule_run
 from state.values import purge_expired_states
 from tradewind.dag import DAG
@@ -59,6 +61,14 @@ class Scheduler:
     dags: dict[str, DAG] = field(default_factory=dict)
     _files_seen: dict[str, float] = field(default_factory=dict)
     _watch: RunWatch = field(default_factory=RunWatch)
+    # An outage is one line when it starts and one when it ends, not one per loop.
+    _store: OutageLog = field(default_factory=lambda: OutageLog("scheduler", log))
+    _broker: OutageLog = field(
+        default_factory=lambda: OutageLog("scheduler", log, service="the broker")
+    )
+    #: Tries queued in SQL whose message could not be sent (the broker was away): sent first
+    #: thing each loop, rather than left to the queued rescue a minute later.
+    _unsent: list[Enqueue] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.app is None:
@@ -70,16 +80,29 @@ class Scheduler:
         log.info("scheduler started: DAGs in %s", self.settings.resolved_dags_folder)
         while not stop.is_set():
             started = time.monotonic()
-            try:
-                self.run_once()
-            except Exception:
-                log.exception("scheduler loop failed; trying again")
+            self._loop_once()
             stop.wait(
                 max(0.0, self.settings.scheduler_interval_seconds - (time.monotonic() - started))
             )
 
+    def _loop_once(self) -> None:
+        """One loop; a store outage is logged once, any other failure each time, with its trace."""
+        try:
+            self.run_once()
+        except STORE_ERRORS as error:
+            if not is_store_outage(error):
+                log.exception("scheduler loop failed; trying again")
+                return
+            self._store.failed(error, time.monotonic())
+            return
+        except Exception:
+            log.exception("scheduler loop failed; trying again")
+            return
+        self._store.recovered(time.monotonic())
+
     def run_once(self) -> LoopStats:
         stats = LoopStats()
+        self._publish([])  # what an earlier loop could not send
         self.sync_if_changed()
         self._create_due_runs(stats)
         self._schedule_runs(stats)
@@ -103,8 +126,20 @@ class Scheduler:
             log.info("DAGs updated: %s", ", ".join(sorted(result.changed)))
 
     def _publish(self, ready: list[Enqueue]) -> None:
-        if ready:
-            publish_many(self.app, ready)
+        """Send ``ready`` (after what is still unsent); kept for the next loop if the broker
+        is away. Queued in SQL already, so a copy sent twice is dropped by the claim."""
+        # One message per try: the queued rescue may queue again a try still unsent.
+        sending = list({(q.ti_id, q.try_number): q for q in [*self._unsent, *ready]}.values())
+        if not sending:
+            return
+        try:
+            publish_many(self.app, sending)
+        except BrokerUnavailable as error:
+            self._broker.failed(error, time.monotonic())
+            self._unsent = sending
+            return
+        self._unsent = []
+        self._broker.recovered(time.monotonic())
 
     def _create_due_runs(self, stats: LoopStats) -> None:
         now = utcnow()

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from state.enums import DagRunState
 from state.models import DagModel, DagRun
 from state.runs import RunExists, create_run
+from state.structure import DagStructure, structures_of
 from tradewind.timetables import Interval, ScheduleSpec, next_interval
 
 log = logging.getLogger("tradewind.scheduler")
@@ -37,31 +38,25 @@ class DueDag:
 
 def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
     """Active, unpaused, scheduled DAGs whose next run is due or was never computed."""
-    structure = DagModel.structure
     rows = session.execute(
-        select(
-            DagModel.dag_id,
-            structure["schedule"].as_string(),
-            structure["start_date"].as_string(),
-            structure["catchup"].as_boolean(),
-            structure["max_active_runs"].as_integer(),
-        ).where(
+        select(DagModel.dag_id, DagModel.version_hash).where(
             DagModel.is_active.is_(True),
             DagModel.is_paused.is_(False),
             or_(DagModel.next_dagrun_after.is_(None), DagModel.next_dagrun_after <= now),
         )
-    ).all()
+    )
+    versions = {dag_id: version for dag_id, version in rows}
     return [
-        DueDag(
-            dag_id,
-            ScheduleSpec(
-                schedule, dt.datetime.fromisoformat(start) if start else None, bool(catchup)
-            ),
-            int(max_runs or 16),
-        )
-        for dag_id, schedule, start, catchup, max_runs in rows
-        if schedule is not None
+        DueDag(dag_id, _schedule_of(structure.schedule, structure), structure.max_active_runs)
+        for dag_id, structure in structures_of(session, versions).items()
+        if structure.schedule is not None
     ]
+
+
+def _schedule_of(schedule: str, structure: DagStructure) -> ScheduleSpec:
+    start = structure.start_date
+    start_date = dt.datetime.fromisoformat(start) if start else None
+    return ScheduleSpec(schedule, start_date, structure.catchup)
 
 
 def create_due_runs(session: Session, due: DueDag, now: dt.datetime) -> list[str]:

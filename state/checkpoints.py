@@ -3,7 +3,7 @@
 An iterable task keeps its per-item outcomes as ordinary state-store rows of its task instance:
 one row per round under ``_iterable_batch_<n>``, and a completion marker under
 ``_iterable_complete``. What the values mean (generation, outcomes, fingerprints) is the task
-side's business (``worker/checkpoints.py``); this module only knows the keys, so that:
+side's business (``worker/task_runner/checkpoints.py``); this module only knows the keys, so that:
 - reading every checkpoint of a task instance is one query, whatever the number of items;
 - the user's own keys and the checkpoint keys never touch: a user's ``clear()`` keeps the
   checkpoints, and a success deletes the batches without touching the user's keys.

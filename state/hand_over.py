@@ -1,24 +1,19 @@
-"""A chain's next task takes the slot of the try it follows; else the run's next waiting try does.
+"""An ended try's slot handed to the task instance that takes it: the SQL of the hand-overs.
 
-The rule and why it keeps every limit: docs/decisions/a-successor-takes-the-slot.md.
-
-What can be decided from a DAG's structure alone: the one successor a task's success hands its
-slot to (``single_successor``), and whether that success alone makes it ready
-(``follows_only``). Such a successor is queued by name, ``none -> queued``, without reading the
-run's rows first (``lone_successor``). A try with nothing downstream hands its slot to the first
-try of its run waiting for one in the same pool (``first_waiting``), so a run larger than its pool
-goes on at the workers' pace, not one pool's worth per scheduler loop; a success whose downstream
-waits for all its upstreams hands it to a waiting try of one of them (``holding_back``), so a map
-or a join runs no pass over the run at each end. On PostgreSQL the try's end
-and that queuing are one statement (``end_and_queue``): the hop between two tasks of a chain pays
-one round trip to the database instead of five.
+Which task instance takes the slot is planned from the DAG's structure (``state.end_plan``);
+this module names it as a SELECT (a ``SlotTaker``): the successor by name, still ``none``
+(``lone_successor``), or the run's first try waiting in ``scheduled`` for a slot of the pool
+(``first_waiting``). ``end_and_take`` records the end and queues the taker: on PostgreSQL one
+statement (the hop between two tasks of a chain pays one round trip instead of five), on SQLite
+a short transaction, side by side below. Both queue nothing unless ``may_hand_over`` holds: the
+run is running at the version the plan was made from, its DAG is at that version and not paused.
+The rule and why it keeps every limit: docs/decisions/one-end-path.md.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,8 +39,15 @@ from sqlalchemy.orm import Session
 
 from state.enums import ACTIVE, DagRunState, TaskInstanceState
 from state.models import DAG_TABLE, POOL_TABLE, RUN_TABLE, TI_TABLE
-from state.readiness import decide
-from state.transitions import INCREMENT, Chosen, Fence, ti_move
+from state.pools import has_room
+from state.transitions import (
+    INCREMENT,
+    Chosen,
+    Fence,
+    ti_move,
+    transition_tis,
+    transition_tis_returning,
+)
 
 TI = TaskInstanceState
 _TI, _RUN, _DAG, _POOL = TI_TABLE, RUN_TABLE, DAG_TABLE, POOL_TABLE
@@ -64,7 +66,7 @@ def queued_values(now: dt.datetime) -> dict[str, Any]:
     """What queuing writes besides the state: a new try, not yet claimed by anyone.
 
     The NULLs are written into the statement, not bound: composed with the move that ends a try
-    (``end_and_queue``), a bound ``next_retry_at`` would share its parameter with that end's.
+    (``end_and_take``), a bound ``next_retry_at`` would share its parameter with that end's.
     """
     return {
         "try_number": INCREMENT,
@@ -80,25 +82,6 @@ def queued_values(now: dt.datetime) -> dict[str, Any]:
 
 # One object: moves are cached by the identity of the expressions they write.
 _NULL = null()
-
-
-def single_successor(
-    tasks: Mapping[str, Any], ended: str, pool: str
-) -> tuple[str, Mapping[str, Any]] | None:
-    """The one downstream task of ``ended``, if it is unmapped and in the same pool."""
-    successors = tasks.get(ended, {}).get("downstream", [])
-    spec = tasks.get(successors[0]) if len(successors) == 1 else None
-    if spec is None or spec.get("mapping") or spec.get("pool") != pool:
-        return None
-    return successors[0], spec
-
-
-def follows_only(tasks: Mapping[str, Any], spec: Mapping[str, Any], ended: str) -> bool:
-    """Whether the success of ``ended`` alone makes the task of ``spec`` ready: its one upstream,
-    unmapped (one task instance), under a trigger rule that one success satisfies."""
-    if spec["upstream"] != [ended] or tasks[ended].get("mapping"):
-        return False
-    return decide(spec["trigger_rule"], Counter({TI.SUCCESS: 1}), 1) == TI.SCHEDULED
 
 
 _CHOSEN, _WAITING = _TI.alias("chosen"), _TI.alias("waiting")
@@ -133,7 +116,7 @@ _FIRST, _COUNTED = _TI.alias("first"), _TI.alias("counted")
 # slots now allow (lowered since): then the slot is given back, and the pool shrinks as tries
 # end. Counted in the same snapshot as the end, the ended try still counts as active, as its
 # taker will. The DAG's ``max_active_tasks`` needs no count: a DAG whose limit changed is at
-# another version, and the end hands nothing over then (``end_and_queue``).
+# another version, and the end hands nothing over then (``end_and_take``).
 # A scalar subquery: PostgreSQL evaluates it once. As the ``IN (…)`` list of the UPDATE it could
 # be run again for each row scanned, and ``FOR UPDATE`` skips a row this same statement moved, so
 # the next waiting try would be chosen (and queued) as well.
@@ -147,10 +130,15 @@ def _first_waiting(*conditions: Any) -> Select[Any]:
             _FIRST.c.state == literal_column(f"'{TI.SCHEDULED.value}'"),
             _FIRST.c.pool == bindparam("of_pool"),
             *conditions,
-            select(func.count())
-            .where(_COUNTED.c.state.in_(sorted(ACTIVE)), _COUNTED.c.pool == bindparam("of_pool"))
-            .scalar_subquery()
-            <= select(_POOL.c.slots).where(_POOL.c.name == bindparam("of_pool")).scalar_subquery(),
+            has_room(
+                select(func.count())
+                .where(
+                    _COUNTED.c.state.in_(sorted(ACTIVE)), _COUNTED.c.pool == bindparam("of_pool")
+                )
+                .scalar_subquery(),
+                select(_POOL.c.slots).where(_POOL.c.name == bindparam("of_pool")).scalar_subquery(),
+                ending=1,
+            ),
         )
         .order_by(_FIRST.c.id)
         .limit(1)
@@ -162,7 +150,7 @@ def _first_waiting(*conditions: Any) -> Select[Any]:
 
 _FIRST_WAITING = _first_waiting()
 # Among named tasks: a list on SQLite; one array on PostgreSQL, whose statement is compiled once
-# (``end_and_queue``) and so cannot expand a list.
+# (``end_and_take``) and so cannot expand a list.
 _FIRST_WAITING_AMONG = _first_waiting(_FIRST.c.task_id.in_(bindparam("of_tasks", expanding=True)))
 _FIRST_WAITING_AMONG_ARRAY = _first_waiting(
     _FIRST.c.task_id == any_(bindparam("of_tasks", type_=ARRAY(String)))
@@ -177,7 +165,7 @@ def first_waiting(
     postgresql: bool = False,
 ) -> SlotTaker:
     """The run's first try waiting in ``scheduled`` for a slot of ``pool``; with ``among``, the
-    first of a try of one of those tasks (``postgresql``: the form ``end_and_queue`` takes)."""
+    first of a try of one of those tasks (``postgresql``: the form ``end_and_take`` takes)."""
     params: dict[str, Any] = {"of_dag": dag_id, "of_run": run_id, "of_pool": pool}
     if among is None:
         return SlotTaker(Chosen(_FIRST_WAITING, params), TI.SCHEDULED)
@@ -185,25 +173,7 @@ def first_waiting(
     return SlotTaker(Chosen(chosen, {**params, "of_tasks": list(among)}), TI.SCHEDULED)
 
 
-def holding_back(tasks: Mapping[str, Any], ended: str) -> list[str] | None:
-    """The tasks an unfinished try of which keeps every downstream task of ``ended`` waiting,
-    whatever else succeeds: the upstreams they all share. None when the success of one try of
-    ``ended`` could alone make one of them ready (what each one's trigger rule decides: here,
-    one success among two upstream tries, the other unfinished, leaves all four rules waiting).
-    """
-    downstream = tasks[ended].get("downstream", [])
-    one_of_two = Counter({TI.SUCCESS: 1})
-    if not downstream or any(
-        decide(tasks[name]["trigger_rule"], one_of_two, 2) is not None for name in downstream
-    ):
-        return None
-    shared = set.intersection(*(set(tasks[name]["upstream"]) for name in downstream))
-    if shared == {ended} and not tasks[ended].get("mapping"):
-        return None  # its one try is the one that ended: nothing else can hold them back
-    return sorted(shared)
-
-
-def end_and_queue(
+def end_and_take(
     session: Session,
     fence: Fence,
     end: tuple[TaskInstanceState, Mapping[str, Any]],
@@ -212,15 +182,59 @@ def end_and_queue(
     version_hash: str,
     now: dt.datetime,
 ) -> tuple[bool, Sequence[Row[Any]]]:
-    """Record a try's end (its state and values) and queue the task instance that takes its
-    slot, in one statement (PostgreSQL).
+    """Record a try's end (its state and values) and queue ``taker`` in its slot.
 
     Returns whether the end was recorded (False: the fence no longer holds), and the taker's
-    row as queued, if it was. Locks in the usual order: the ended task instance, the run (whose
-    pass this is: it waits for a scheduler holding it), the taker. Nothing is queued unless
-    the run is running at ``version_hash``, its DAG is at that version and not paused, and the
-    taker still waits as chosen: then the end stands alone and the caller decides what follows.
+    row as queued, if it was. Nothing is queued unless ``may_hand_over`` holds and the taker
+    still waits as chosen: then the end stands alone and the caller decides what follows.
     """
+    if session.get_bind().dialect.name == "postgresql":
+        return _end_and_queue(session, fence, end, run_pk, taker, version_hash, now)
+    # SQLite: one short transaction. The taker first: the ended try still counts as active
+    # there, as in PostgreSQL's one statement, whose snapshot predates the end.
+    head = session.execute(_MAY_HAND_OVER, {"run_pk": run_pk, "version": version_hash}).first()
+    queued: Sequence[Row[Any]] = []
+    if head is not None:
+        queued = transition_tis_returning(
+            session, taker.chosen, [taker.waiting], TI.QUEUED, queued_values(now)
+        )
+    end_state, end_values = end
+    if transition_tis(session, [fence.ti_id], [TI.RUNNING], end_state, end_values, fence) != 1:
+        session.rollback()
+        return False, []
+    return True, queued
+
+
+# What lets an end hand its slot over: the run is running at the version the plan was made
+# from, and its DAG is at that version and not paused (a DAG whose limits changed is at another
+# version: nothing is handed over then, and the pass counts again). The run's row is locked:
+# a scheduler's pass holding it runs first.
+_MAY_HAND_OVER_WHERE = (
+    _RUN.c.id == bindparam("run_pk"),
+    _RUN.c.state == DagRunState.RUNNING,
+    _RUN.c.version_hash == bindparam("version"),
+    _DAG.c.version_hash == bindparam("version"),
+    _DAG.c.is_paused.is_(False),
+)
+_MAY_HAND_OVER = (
+    select(_RUN.c.id)
+    .join(_DAG, _DAG.c.dag_id == _RUN.c.dag_id)
+    .where(*_MAY_HAND_OVER_WHERE)
+    .with_for_update(of=_RUN)
+)
+
+
+def _end_and_queue(
+    session: Session,
+    fence: Fence,
+    end: tuple[TaskInstanceState, Mapping[str, Any]],
+    run_pk: int,
+    taker: SlotTaker,
+    version_hash: str,
+    now: dt.datetime,
+) -> tuple[bool, Sequence[Row[Any]]]:
+    """``end_and_take`` as one statement (PostgreSQL). Locks in the usual order: the ended task
+    instance, the run (a scheduler holding it goes first), the taker."""
     ended = Chosen(_ENDED, {"ended_id": fence.ti_id})
     end_state, end_values = end
     move, params = ti_move(ended, [TI.RUNNING], end_state, end_values, fence)
@@ -265,20 +279,7 @@ def _one_statement(move: Any, queue: Any) -> Select[Any]:
     The SELECT returns a row even when nothing was queued, saying whether the end was recorded.
     """
     ended = move.returning(_TI.c.id).cte("ended")
-    head = (
-        select(_RUN.c.id)
-        .join(_DAG, _DAG.c.dag_id == _RUN.c.dag_id)
-        .where(
-            _RUN.c.id == bindparam("run_pk"),
-            exists(select(ended.c.id)),
-            _RUN.c.state == DagRunState.RUNNING,
-            _RUN.c.version_hash == bindparam("version"),
-            _DAG.c.version_hash == bindparam("version"),
-            _DAG.c.is_paused.is_(False),
-        )
-        .with_for_update(of=_RUN)
-        .cte("head")
-    )
+    head = _MAY_HAND_OVER.where(exists(select(ended.c.id))).cte("head")
     queued = queue.where(exists(select(head.c.id))).returning(*_ENQUEUED).cte("queued")
     recorded = select(func.count()).select_from(ended).scalar_subquery().label("recorded")
     one_row = select(literal(1).label("one")).subquery("one_row")

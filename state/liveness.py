@@ -17,6 +17,8 @@ from sqlalchemy.orm import Session
 
 from state.enums import TaskInstanceState
 from state.models import DagModel, TaskInstance, utcnow
+from state.retries import retry_delay_seconds
+from state.structure import TaskSpec, structure_of
 from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
 
 TI = TaskInstanceState
@@ -31,17 +33,16 @@ def find_zombies(session: Session, cutoff: dt.datetime) -> list[TaskInstance]:
 
 
 def give_up_try(
-    session: Session, ti: TaskInstance, error: str, now: dt.datetime, tasks: Mapping[str, Any]
+    session: Session, ti: TaskInstance, error: str, now: dt.datetime, tasks: Mapping[str, TaskSpec]
 ) -> TaskInstanceState | None:
     """End a running try the supervisor cannot end (retry if tries are left); None if it moved."""
-    spec = tasks.get(ti.task_id, {})
+    spec = tasks.get(ti.task_id)
     retry = ti.try_number < ti.max_tries
     target = TI.UP_FOR_RETRY if retry else TI.FAILED
     values: dict[str, Any] = {"end_date": now, "error": error}
     if retry:
-        values["next_retry_at"] = now + dt.timedelta(
-            seconds=float(spec.get("retry_delay_seconds", 0))
-        )
+        delay = retry_delay_seconds(spec, ti.try_number) if spec else 0.0
+        values["next_retry_at"] = now + dt.timedelta(seconds=delay)
     fence = Fence(ti.id, ti.try_number, ti.fence_token or "")
     moved = transition_tis(session, [ti.id], [TI.RUNNING], target, values, fence)
     return target if moved else None
@@ -107,6 +108,6 @@ def fail_overdelivered(
     return error
 
 
-def dag_tasks(session: Session, dag_id: str) -> Mapping[str, Any]:
+def dag_tasks(session: Session, dag_id: str) -> Mapping[str, TaskSpec]:
     model = session.get(DagModel, dag_id)
-    return model.structure["tasks"] if model else {}
+    return structure_of(model).tasks if model else {}

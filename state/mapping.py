@@ -29,23 +29,18 @@ from sqlalchemy.orm.attributes import set_committed_value
 from state.enums import TaskInstanceState
 from state.models import TaskInstance, XCom
 from state.readiness import Decisions
+from state.structure import DagStructure, MappedSource, TaskSpec
 from state.transitions import transition_tis
 
 TI = TaskInstanceState
 _NOT_STARTED = frozenset({TI.NONE, TI.REMOVED})
 
 
-def needs_expansion(mapping: Mapping[str, Any] | None) -> bool:
-    if mapping is None:
-        return False
-    return mapping["kind"] == "expand" or mapping.get("batch_size") is not None
-
-
 def expand_mapped(
-    session: Session, structure: Mapping[str, Any], rows: Iterable[Any], decisions: Decisions
+    session: Session, structure: DagStructure, rows: Iterable[Any], decisions: Decisions
 ) -> None:
     """Give each mapped task about to be scheduled its task instances; updates ``decisions``."""
-    tasks: Mapping[str, Any] = structure["tasks"]
+    tasks = structure.tasks
     ready = set(decisions.schedule)
     rows = list(rows)
     # Not started at all: the placeholder, or every map index after a clear. A task already
@@ -54,15 +49,17 @@ def expand_mapped(
     candidates = {
         row.task_id
         for row in rows
-        if row.id in ready
-        and row.task_id not in started
-        and needs_expansion(tasks.get(row.task_id, {}).get("mapping"))
+        if row.id in ready and row.task_id not in started and _expands(tasks.get(row.task_id))
     }
     for task_id in sorted(candidates):
         siblings = _siblings(session, decisions, task_id)
         if siblings:
             count = count_task_instances(session, siblings[0], tasks)
             _reconcile(session, siblings, count, tasks[task_id], decisions)
+
+
+def _expands(spec: TaskSpec | None) -> bool:
+    return spec is not None and spec.mapping is not None and spec.mapping.expands
 
 
 def _siblings(session: Session, decisions: Decisions, task_id: str) -> list[TaskInstance]:
@@ -82,17 +79,24 @@ def _siblings(session: Session, decisions: Decisions, task_id: str) -> list[Task
     return sorted(session.scalars(query), key=lambda ti: ti.map_index)
 
 
-def count_task_instances(session: Session, ti: TaskInstance, tasks: Mapping[str, Any]) -> int:
+def count_task_instances(session: Session, ti: TaskInstance, tasks: Mapping[str, TaskSpec]) -> int:
     """How many task instances the mapped task of ``ti`` needs now: one read of the XComs."""
-    mapping = tasks[ti.task_id]["mapping"]
-    sources: Mapping[str, Any] = mapping["sources"]
-    upstream = {source["task_id"] for source in sources.values() if "task_id" in source}
+    mapping = tasks[ti.task_id].mapping
+    assert mapping is not None  # only mapped tasks are counted
+    sources = mapping.sources
+    upstream = {task_id for source in sources.values() for task_id in _task_ids(source)}
     xcoms = _read_xcoms(session, ti.dag_id, ti.run_id, upstream)
     lengths = [_source_length(source, xcoms, tasks) for source in sources.values()]
     items = math.prod(lengths)
-    if mapping["kind"] == "expand":
+    if mapping.kind == "expand" or mapping.batch_size is None:
         return items
-    return min(int(mapping["batch_size"]), items)
+    return min(mapping.batch_size, items)
+
+
+def _task_ids(source: MappedSource) -> list[str]:
+    """The upstream tasks a mapped argument's items come from (a zip's parts' too)."""
+    own = [source.task_id] if source.task_id is not None else []
+    return own + [task_id for part in source.zip for task_id in _task_ids(part)]
 
 
 def _read_xcoms(
@@ -113,16 +117,22 @@ def _read_xcoms(
 
 
 def _source_length(
-    source: Mapping[str, Any], xcoms: Mapping[tuple[str, str], list[Any]], tasks: Mapping[str, Any]
+    source: MappedSource,
+    xcoms: Mapping[tuple[str, str], list[Any]],
+    tasks: Mapping[str, TaskSpec],
 ) -> int:
     """The number of items one mapped argument gives, as the worker will see its value."""
-    if "length" in source:
-        return int(source["length"])
-    values = xcoms.get((source["task_id"], source["key"]), [])
-    upstream = tasks.get(source["task_id"], {}).get("mapping") or {}
-    if upstream.get("kind") == "expand":
+    if source.zip:
+        lengths = [_source_length(part, xcoms, tasks) for part in source.zip]
+        return max(lengths) if source.zip_longest else min(lengths)
+    if source.length is not None or source.task_id is None:
+        return source.length or 0
+    values = xcoms.get((source.task_id, source.key), [])
+    upstream_spec = tasks.get(source.task_id)
+    upstream = upstream_spec.mapping if upstream_spec else None
+    if upstream is not None and upstream.kind == "expand":
         return len(values)  # the list of every map index's result
-    if upstream.get("batch_size"):
+    if upstream is not None and upstream.batch_size:
         return sum(len(value) for value in values if isinstance(value, list))  # merged batches
     # One task instance, one value: a list or a dict maps; nothing else does (the worker refuses
     # to push one for a task mapped over), and a missing value maps to no item.
@@ -134,7 +144,7 @@ def _reconcile(
     session: Session,
     siblings: Sequence[TaskInstance],
     count: int,
-    spec: Mapping[str, Any],
+    spec: TaskSpec,
     decisions: Decisions,
 ) -> None:
     by_index = {ti.map_index: ti for ti in siblings}
@@ -188,7 +198,7 @@ def _renumber(session: Session, ti: TaskInstance, map_index: int) -> None:
 def _add(
     session: Session,
     like: TaskInstance,
-    spec: Mapping[str, Any],
+    spec: TaskSpec,
     indexes: list[int],
     generation: int,
 ) -> None:
@@ -201,10 +211,10 @@ def _add(
             map_index=index,
             state=TI.NONE,
             try_number=0,
-            max_tries=int(spec["retries"]) + 1,
+            max_tries=spec.max_tries,
             generation=generation,
-            queue=spec["queue"],
-            pool=spec["pool"],
+            queue=spec.queue,
+            pool=spec.pool,
         )
         for index in indexes
     ]

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any, overload
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import ColumnElement, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from state.enums import ACTIVE, DagRunState
@@ -36,23 +37,48 @@ DEFAULT_POOL = "default_pool"
 DEFAULT_POOL_SLOTS = 128
 
 
+@overload
+def has_room(active: int, limit: int, ending: int = 0) -> bool: ...
+
+
+@overload
+def has_room(
+    active: ColumnElement[Any], limit: ColumnElement[Any], ending: int = 0
+) -> ColumnElement[bool]: ...
+
+
+def has_room(active: Any, limit: Any, ending: int = 0) -> Any:
+    """The one rule of every limit: one more may start while those active, less the ``ending``
+    ones whose slots are being handed over, are fewer than the limit.
+
+    The same expression on numbers (a pass's ``Room``) and on SQL columns (the statement that
+    hands an ended try's slot over, ``state.hand_over``), so the two can never disagree.
+    """
+    return active - ending < limit
+
+
 @dataclass
 class Room:
-    """What a pass may still queue: task instances for the DAG, and slots per pool."""
+    """What a pass may still queue: the DAG's active task instances against its limit, and each
+    pool's against its slots (``(active, slots)`` by pool name)."""
 
-    dag: int
-    pools: dict[str, int] = field(default_factory=dict)
+    active: int
+    limit: int
+    pools: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def take(self, pool: str) -> bool:
         """Take a slot of the DAG and one of ``pool``; False (nothing taken) when either is full."""
-        if self.dag <= 0 or self.pools.get(pool, 0) <= 0:
+        active, slots = self.pools.get(pool, (0, 0))
+        if not (has_room(self.active, self.limit) and has_room(active, slots)):
             return False
-        self.dag -= 1
-        self.pools[pool] -= 1
+        self.active += 1
+        self.pools[pool] = (active + 1, slots)
         return True
 
     def any(self) -> bool:
-        return self.dag > 0 and any(free > 0 for free in self.pools.values())
+        return has_room(self.active, self.limit) and any(
+            has_room(active, slots) for active, slots in self.pools.values()
+        )
 
 
 # Built once: a pass runs these for every run it queues into, and building a statement costs
@@ -103,7 +129,7 @@ def room_to_queue(
     """
     names = sorted(set(pools))
     if not _count_room(session, dag_id, max_active_tasks, names).any():
-        return Room(0)
+        return Room(0, 0)
     lock_dag(session, dag_id)
     session.execute(_LOCK_POOLS, {"names": names})
     # Counted by a statement of its own, started after the locks were granted: on PostgreSQL
@@ -115,10 +141,11 @@ def _count_room(session: Session, dag_id: str, max_active_tasks: int, names: lis
     """Slots free in each pool of ``names`` and task instances free for the DAG: one statement."""
     rows = session.execute(_COUNT_ROOM, {"dag_id": dag_id, "names": names}).all()
     if not rows:
-        return Room(0)  # none of the pools exists: nothing can be queued
+        return Room(0, 0)  # none of the pools exists: nothing can be queued
     return Room(
-        dag=max(max_active_tasks - rows[0][3], 0),
-        pools={name: max(slots - used, 0) for name, slots, used, _ in rows},
+        active=rows[0][3],
+        limit=max_active_tasks,
+        pools={name: (used, slots) for name, slots, used, _ in rows},
     )
 
 

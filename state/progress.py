@@ -6,7 +6,7 @@ their checkpoint rows. While a task instance runs, its batches say how far it go
 round behind: outcomes are written a round at a time); after a success the batches are gone and
 the completion marker's counts remain.
 
-The values are the ones ``worker/checkpoints.py`` writes: a batch is
+The values are the ones ``worker/task_runner/checkpoints.py`` writes: a batch is
 ``{"generation": g, "outcomes": [{"i": index, "s": status, ...}]}``, the marker
 ``{"generation": g, "total": n, "succeeded": ..., "failed": ..., "skipped": ...}``;
 tests/state/test_progress.py writes them with the worker's own classes. A batch kept in object

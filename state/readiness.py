@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from state.enums import FINISHED, TaskInstanceState
+from state.structure import DagStructure, TaskSpec
 
 TI = TaskInstanceState
 _FAILED = frozenset({TI.FAILED, TI.UPSTREAM_FAILED})
@@ -69,7 +69,7 @@ class TIRow:
 
 
 def evaluate(
-    structure: Mapping[str, Any], rows: list[TIRow], only: Collection[str] | None = None
+    structure: DagStructure, rows: list[TIRow], only: Collection[str] | None = None
 ) -> Decisions:
     """Decide every ``none`` task instance of one run, from one read of its rows.
 
@@ -78,7 +78,7 @@ def evaluate(
     of a long chain in one pass instead of one scheduler loop per level. ``only``: decide the
     task instances of these tasks alone (``rows`` then holds them and their upstreams').
     """
-    tasks: Mapping[str, Any] = structure["tasks"]
+    tasks = structure.tasks
     state_of = {row.id: TI(row.state) for row in rows}
     rows_of_task: dict[str, list[int]] = {}
     for row in rows:
@@ -106,16 +106,16 @@ def evaluate(
 
 
 def _decide_row(
-    spec: Mapping[str, Any],
+    spec: TaskSpec,
     rows_of_task: Mapping[str, list[int]],
     state_of: Mapping[int, TaskInstanceState],
 ) -> TaskInstanceState | None:
     upstream: Counter[TaskInstanceState] = Counter()
-    for upstream_id in spec["upstream"]:
+    for upstream_id in spec.upstream:
         # A removed upstream (gone from the DAG) neither blocks nor fails its downstream.
         states = (state_of[ti_id] for ti_id in rows_of_task.get(upstream_id, []))
         upstream.update(state for state in states if state != TI.REMOVED)
-    return decide(spec["trigger_rule"], upstream, sum(upstream.values()))
+    return decide(spec.trigger_rule, upstream, sum(upstream.values()))
 
 
 def run_outcome(states: list[TaskInstanceState]) -> str | None:

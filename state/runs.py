@@ -9,9 +9,11 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from state.enums import CLEARABLE, DagRunState, TaskInstanceState
 from state.models import DagModel, DagRun, TaskInstance, TaskStateValue, XCom, utcnow
+from state.structure import DagStructure, TaskSpec, structure_of
 from state.transitions import INCREMENT, transition_run, transition_tis
 from state.upserts import insert_missing
 from state.values import refers_to_object
@@ -34,7 +36,7 @@ def get_dag_model(session: Session, dag_id: str) -> DagModel:
     return dag_model
 
 
-def new_task_instance(run: DagRun, task_id: str, spec: Mapping[str, Any]) -> TaskInstance:
+def new_task_instance(run: DagRun, task_id: str, spec: TaskSpec) -> TaskInstance:
     return TaskInstance(
         dag_id=run.dag_id,
         run_id=run.run_id,
@@ -42,9 +44,9 @@ def new_task_instance(run: DagRun, task_id: str, spec: Mapping[str, Any]) -> Tas
         map_index=-1,
         state=TI.NONE,
         try_number=0,
-        max_tries=int(spec["retries"]) + 1,
-        queue=spec["queue"],
-        pool=spec["pool"],
+        max_tries=spec.max_tries,
+        queue=spec.queue,
+        pool=spec.pool,
     )
 
 
@@ -77,18 +79,20 @@ def create_run(
             session.flush()
     except IntegrityError:
         raise RunExists(f"DAG {dag_id!r} already has a run {run.run_id!r}") from None
-    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    tasks = structure_of(dag_model).tasks
     session.add_all(new_task_instance(run, tid, spec) for tid, spec in tasks.items())
     return run
 
 
-def verify_integrity(session: Session, run: DagRun, dag_model: DagModel) -> None:
+def verify_integrity(
+    session: Session, run: DagRun, structure: DagStructure, version_hash: str | None
+) -> None:
     """Bring a run's task instances in line with the DAG's current version.
 
     Tasks new to the DAG get a task instance, tasks gone are marked ``removed`` (kept for
     lineage), and a removed task that came back is restored to ``none``.
     """
-    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    tasks = structure.tasks
     rows = session.execute(
         select(TaskInstance.id, TaskInstance.task_id, TaskInstance.state).where(
             TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id
@@ -111,7 +115,7 @@ def verify_integrity(session: Session, run: DagRun, dag_model: DagModel) -> None
     # A gone task still queued or running is removed once its try ends: until then the run is
     # verified again at each pass, or that try's end would count in the run's outcome.
     if not any(row.task_id not in tasks and row.state in (TI.RUNNING, TI.QUEUED) for row in rows):
-        run.version_hash = dag_model.version_hash
+        run.version_hash = version_hash
 
 
 def clear_task_instances(
@@ -130,8 +134,7 @@ def clear_task_instances(
     discarded state rows that refer to objects (``worker.state_store.state_purger``). If either
     raises, nothing is cleared.
     """
-    dag_model = get_dag_model(session, run.dag_id)
-    tasks: Mapping[str, Any] = dag_model.structure["tasks"]
+    tasks = structure_of(get_dag_model(session, run.dag_id)).tasks
     query = select(TaskInstance).where(
         TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id
     )
@@ -142,7 +145,8 @@ def clear_task_instances(
     tis = [ti for ti in loaded if ti.state in CLEARABLE]
     cleared = 0
     for ti in tis:
-        retries = int(tasks.get(ti.task_id, {}).get("retries", 0))
+        spec = tasks.get(ti.task_id)
+        retries = spec.retries if spec else 0
         values = {
             "generation": INCREMENT,
             "max_tries": ti.try_number + retries + 1,
@@ -198,4 +202,5 @@ def mark_run_started(session: Session, run: DagRun) -> None:
         transition_run(
             session, run.id, [DagRunState.QUEUED], DagRunState.RUNNING, {"start_date": utcnow()}
         )
-        run.state = DagRunState.RUNNING
+        # As committed: an attribute set would make the flush write the state a second time.
+        set_committed_value(run, "state", DagRunState.RUNNING)

@@ -4,8 +4,11 @@
 - the scheduler never imports the worker, and the worker never imports the scheduler;
 - ``broker_config/`` imports no other part of Tradewind;
 - no part imports the CLI (``tradewind.cli``), the top floor;
-- the task side (``worker/runner.py``) never reaches SQL: neither ``state`` nor ``sqlalchemy``,
-  directly or through the first-party modules it imports at module level.
+- the worker's modules import one another without a cycle;
+- the task side (``worker/task_runner/``, what a task process runs) never reaches SQL: neither
+  ``state`` nor ``sqlalchemy``, directly or through the first-party modules it imports at module
+  level, and importing all of it in a fresh interpreter loads neither; nor does importing the
+  fork server, whose imports every task process it forks inherits.
 
 Every import statement counts for the direct rules, including those inside functions and under
 ``TYPE_CHECKING``; the transitive rule follows the imports a module runs when it is imported.
@@ -14,6 +17,9 @@ Every import statement counts for the direct rules, including those inside funct
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +101,7 @@ def violations(part: str, banned: tuple[str, ...]) -> list[str]:
         ("scheduler", ("worker",)),
         ("worker", ("scheduler",)),
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
-        ("worker/runner.py", ("state", "sqlalchemy")),
+        ("worker/task_runner", ("state", "sqlalchemy")),
     ],
 )
 def test_a_part_never_imports_what_it_must_not(part: str, banned: tuple[str, ...]) -> None:
@@ -141,10 +147,16 @@ def reached_from(start: str) -> Iterator[str]:
                 pending += [imp.module for imp in imports_of(path) if imp.top_level]
 
 
+TASK_RUNNER_MODULES = [module_name(path) for path in files_of("worker/task_runner")]
+# What a task process must never load: the SQL store, its driver layer, the pool process's parts.
+TASK_PROCESS_BANS = ("state", "sqlalchemy", "scheduler", "celery", "kombu")
+
+
 @pytest.mark.parametrize(
     ("start", "banned"),
     [
-        ("worker.runner", ("state", "sqlalchemy", "scheduler", "celery")),
+        *((module, TASK_PROCESS_BANS) for module in TASK_RUNNER_MODULES),
+        ("worker.fork_server_main", TASK_PROCESS_BANS),
         ("state.scheduling", ("worker", "scheduler", "celery", "kombu")),
         ("scheduler.loop", ("worker",)),
         ("worker.execute", ("scheduler",)),
@@ -186,3 +198,64 @@ def test_the_checker_resolves_relative_function_level_and_from_imports(tmp_path:
 def test_the_lazy_app_of_the_worker_package_is_not_a_module_level_import() -> None:
     imports = [imp for imp in imports_of(ROOT / "worker" / "__init__.py")]
     assert {imp.top_level for imp in imports if imp.module == "worker.celery_app"} == {False}
+
+
+def test_importing_the_task_side_in_a_fresh_interpreter_loads_no_sql() -> None:
+    """What the AST walk above cannot see (a dynamic import, a third-party module that imports
+    SQLAlchemy) shows in ``sys.modules`` once the task side is really imported."""
+    modules = [*TASK_RUNNER_MODULES, "worker.fork_server_main"]
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(done.stdout)
+    assert "worker.task_runner.runner" in loaded
+    assert [m for m in loaded if any(is_within(m, name) for name in TASK_PROCESS_BANS)] == []
+
+
+def import_cycle(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """A cycle of module-level imports among the modules at ``paths`` (``TYPE_CHECKING`` ones
+    count: a type that needs a cycle to be named is in the wrong module), or []."""
+    modules = {module_name(path, root): path for path in paths}
+    graph = {
+        name: {
+            imp.module
+            for imp in imports_of(path, root)
+            if imp.top_level and imp.module in modules and imp.module != name
+        }
+        for name, path in modules.items()
+    }
+    done: set[str] = set()
+
+    def walk(name: str, path: list[str]) -> list[str]:
+        if name in path:
+            return [*path[path.index(name) :], name]
+        if name in done:
+            return []
+        for imported in sorted(graph[name]):
+            if cycle := walk(imported, [*path, name]):
+                return cycle
+        done.add(name)
+        return []
+
+    return next((cycle for name in sorted(graph) if (cycle := walk(name, []))), [])
+
+
+def test_the_worker_modules_import_one_another_without_a_cycle() -> None:
+    assert import_cycle(files_of("worker")) == []
+
+
+def test_the_cycle_finder_names_a_cycle_through_type_checking(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg import b\n")
+    (package / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n"
+    )
+    assert import_cycle(sorted(package.glob("*.py")), tmp_path) == ["pkg.a", "pkg.b", "pkg.a"]

@@ -1,13 +1,19 @@
 """Tradewind: Airflow-style DAGs on a fleet of Celery workers.
 
-What DAG authors import; the names follow Airflow 3's TaskFlow API (``airflow.sdk``).
+What DAG authors import; the names follow Airflow 3's TaskFlow API (``airflow.sdk``), so a DAG
+file written for Airflow runs with ``airflow.sdk`` replaced by ``tradewind``. A name of
+``airflow.sdk`` that Tradewind does not have yet fails the import naming the missing feature
+(``tradewind/unsupported.py``), rather than a bare "cannot import name".
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
 from tradewind.dag import DAG, dag
+from tradewind.dependencies import EdgeModifier, Label, chain, cross_downstream
 from tradewind.exceptions import (
     AirflowFailException,
     AirflowSkipException,
@@ -15,23 +21,45 @@ from tradewind.exceptions import (
     FailTask,
     SkipTask,
 )
+from tradewind.operators import BaseOperator
+from tradewind.params import Param, ParamValidationError
+from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
+from tradewind.task_group import TaskGroup, task_group
 from tradewind.trigger_rules import TriggerRule
+from tradewind.unsupported import missing_feature
 
 __all__ = [
     "DAG",
     "NEVER_EXPIRE",
     "AirflowFailException",
     "AirflowSkipException",
+    "BaseOperator",
     "Connection",
     "DagDefinitionError",
+    "EdgeModifier",
+    "ExceptionRetryPolicy",
     "FailTask",
+    "Label",
+    "Param",
+    "ParamValidationError",
+    "RetryAction",
+    "RetryRule",
     "SkipTask",
+    "TaskGroup",
     "TriggerRule",
     "Variable",
+    "chain",
+    "cross_downstream",
     "dag",
     "get_current_context",
     "mask_secret",
     "task",
+    "task_group",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `from tradewind import Asset` in a DAG file: say which feature is missing.
+    raise missing_feature(name, __name__)

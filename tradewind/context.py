@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,9 +43,30 @@ class RuntimeTaskInstance:
     client: SupervisorClient
 
     def xcom_pull(
-        self, task_ids: str | None = None, key: str = RETURN_VALUE, map_indexes: int | None = None
+        self,
+        task_ids: str | Sequence[str] | None = None,
+        key: str = RETURN_VALUE,
+        map_indexes: int | Sequence[int] | None = None,
+        default: Any = None,
     ) -> Any:
-        return self.client.get_xcom(task_ids or self.task_id, key, map_indexes)
+        """An XCom of ``task_ids`` (this task when None); a list when given lists.
+
+        A mapped task's XCom is the list of its map indexes' values unless ``map_indexes`` picks.
+        """
+        if task_ids is None or isinstance(task_ids, str):
+            return self._pull_indexes(task_ids or self.task_id, key, map_indexes, default)
+        return [self._pull_indexes(tid, key, map_indexes, default) for tid in task_ids]
+
+    def _pull_indexes(
+        self, task_id: str, key: str, map_indexes: int | Sequence[int] | None, default: Any
+    ) -> Any:
+        if map_indexes is None or isinstance(map_indexes, int):
+            return self._pull(task_id, key, map_indexes, default)
+        return [self._pull(task_id, key, index, default) for index in map_indexes]
+
+    def _pull(self, task_id: str, key: str, map_index: int | None, default: Any) -> Any:
+        value = self.client.get_xcom(task_id, key, map_index)
+        return default if value is None else value
 
     def xcom_push(self, key: str, value: Any) -> None:
         self.client.set_xcom(key, value)
@@ -52,18 +74,27 @@ class RuntimeTaskInstance:
 
 _CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("tradewind_context")
 
-#: Context keys a task function may also receive by naming them as parameters.
+#: Context keys a task function may also receive by naming them as parameters (Airflow's).
 CONTEXT_KEYS = (
     "ti",
+    "task_instance",
     "dag_run",
     "params",
     "task_state_store",
     "logical_date",
     "data_interval_start",
     "data_interval_end",
+    "ds",
+    "ds_nodash",
+    "ts",
+    "ts_nodash",
+    "ts_nodash_with_tz",
     "run_id",
     "dag",
     "task",
+    "conn",
+    "var",
+    "templates_dict",
 )
 
 

@@ -16,8 +16,10 @@ from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from tradewind import dag_context
+from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.exceptions import DagDefinitionError
-from tradewind.task import Task
+from tradewind.params import params_structure
+from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
 
 ScheduleArg = str | dt.timedelta | None
@@ -30,6 +32,7 @@ class DAG:
         self,
         dag_id: str,
         *,
+        description: str | None = None,
         schedule: ScheduleArg = None,
         start_date: dt.datetime | None = None,
         catchup: bool = False,
@@ -37,11 +40,19 @@ class DAG:
         max_active_runs: int = 16,
         params: dict[str, Any] | None = None,
         tags: list[str] | None = None,
-        description: str | None = None,
         default_args: dict[str, Any] | None = None,
+        doc_md: str | None = None,
+        dag_display_name: str | None = None,
+        render_template_as_native_obj: bool = False,
+        template_searchpath: str | list[str] | None = None,
+        user_defined_macros: dict[str, Any] | None = None,
+        user_defined_filters: dict[str, Any] | None = None,
+        **other: Any,
     ) -> None:
         if not dag_id or not isinstance(dag_id, str):
             raise DagDefinitionError(f"dag_id must be a non-empty string, got {dag_id!r}")
+        take_default_only(f"DAG {dag_id}", other)
+        refuse_unsupported(f"DAG {dag_id}", other)
         self.dag_id = dag_id
         self.schedule = schedule
         try:
@@ -53,10 +64,18 @@ class DAG:
         self.max_active_tasks = max_active_tasks
         self.max_active_runs = max_active_runs
         self.params = dict(params or {})
+        self._param_values, self._param_specs = params_structure(self.params, dag_id)
         self.tags = list(tags or [])
         self.description = description
-        self.default_args = dict(default_args or {})
+        self.doc_md = doc_md
+        self.dag_display_name = dag_display_name
+        self.default_args = check_default_args(f"DAG {dag_id}", default_args)
+        self.render_template_as_native_obj = render_template_as_native_obj
+        self.template_searchpath = _as_list(template_searchpath)
+        self.user_defined_macros = dict(user_defined_macros or {})
+        self.user_defined_filters = dict(user_defined_filters or {})
         self.tasks: dict[str, Task] = {}
+        self.task_groups: dict[str, Any] = {}
         self.fileloc: str | None = None
         dag_context.CREATED.append(self)
 
@@ -72,18 +91,27 @@ class DAG:
 
     def unique_task_id(self, task_id: str) -> str:
         """``t``, then ``t__1``, ``t__2``... when one task is called several times."""
-        if task_id not in self.tasks:
-            return task_id
-        n = 1
-        while f"{task_id}__{n}" in self.tasks:
-            n += 1
-        return f"{task_id}__{n}"
+        return _unique(task_id, self._taken)
+
+    def _taken(self, node_id: str) -> bool:
+        return node_id in self.tasks or node_id in self.task_groups
+
+    def add_group(self, group: Any, group_id: str, add_suffix: bool) -> str:
+        """Register a task group; its id, made unique with ``__1``... when ``add_suffix``."""
+        if add_suffix:
+            group_id = _unique(group_id, self._taken)
+        elif self._taken(group_id):
+            raise DagDefinitionError(f"DAG {self.dag_id}: duplicate task group id {group_id!r}")
+        self.task_groups[group_id] = group
+        return group_id
 
     def add_task(self, task: Task) -> None:
-        if task.task_id in self.tasks:
+        if self._taken(task.task_id):
             raise DagDefinitionError(f"DAG {self.dag_id}: duplicate task id {task.task_id!r}")
         task.dag = self
         self.tasks[task.task_id] = task
+        if task.task_group is not None:
+            task.task_group.task_ids.append(task.task_id)
 
     def get_task(self, task_id: str) -> Task:
         try:
@@ -97,7 +125,9 @@ class DAG:
             return list(TopologicalSorter(graph).static_order())
         except CycleError as error:
             cycle = " -> ".join(error.args[1])
-            raise DagDefinitionError(f"DAG {self.dag_id} has a cycle: {cycle}") from None
+            groups = sorted({g for tid in error.args[1] if (g := self.tasks[tid].group_id)})
+            through = f" (through task group {', '.join(groups)})" if groups else ""
+            raise DagDefinitionError(f"DAG {self.dag_id} has a cycle{through}: {cycle}") from None
 
     def validate(self) -> None:
         for task in self.tasks.values():
@@ -118,14 +148,34 @@ class DAG:
             "catchup": self.catchup,
             "max_active_tasks": self.max_active_tasks,
             "max_active_runs": self.max_active_runs,
-            "params": self.params,
+            "params": self._param_values,
+            "param_specs": self._param_specs,
             "tags": self.tags,
+            "description": self.description,
+            "doc_md": self.doc_md,
+            "display_name": self.dag_display_name,
             "tasks": {tid: _task_structure(self.tasks[tid]) for tid in self.topological_order()},
+            "groups": {gid: group.structure() for gid, group in self.task_groups.items()},
         }
 
     def version_hash(self) -> str:
         text = json.dumps(self.structure(), sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _unique(node_id: str, taken: Callable[[str], bool]) -> str:
+    if not taken(node_id):
+        return node_id
+    n = 1
+    while taken(f"{node_id}__{n}"):
+        n += 1
+    return f"{node_id}__{n}"
+
+
+def _as_list(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
 
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
@@ -149,6 +199,16 @@ def _task_structure(task: Task) -> dict[str, Any]:
         "pool": options.pool,
         "runtime": task.is_runtime,
         "mapping": _mapping_structure(task.mapping),
+        "group": task.group_id,
+        "label": task.label,
+        "display_name": options.task_display_name,
+        "owner": options.owner,
+        "upstream_labels": dict(sorted(task.upstream_labels.items())),
+        "retry_exponential_backoff": options.retry_exponential_backoff,
+        "max_retry_delay_seconds": (
+            options.max_retry_delay.total_seconds() if options.max_retry_delay else None
+        ),
+        "doc_md": options.doc_md,
     }
 
 
@@ -176,6 +236,7 @@ def dag(dag_id_or_function: str | Callable[..., Any] | None = None, **dag_kwargs
             options = dict(dag_kwargs)
             params.update(options.pop("params", None) or {})
             dag_id = options.pop("dag_id", None) or function.__name__
+            options.setdefault("doc_md", inspect.cleandoc(function.__doc__ or "") or None)
             with DAG(dag_id, params=params, **options) as built:
                 function(*args, **kwargs)
             built.validate()

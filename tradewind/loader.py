@@ -88,6 +88,7 @@ def load_dag_file(path: Path) -> list[DAG]:
     found: dict[str, DAG] = {}
     for built in created:
         built.validate()
+        built.version_hash()  # a structure JSON cannot hold fails here, not in the scheduler
         built.fileloc = str(path)
         found[built.dag_id] = built
     return list(found.values())

@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     remote_logs_url: str | None = None
     # Seconds between SIGTERM and SIGKILL when a task is stopped.
     kill_grace_seconds: float = Field(default=5.0, ge=0)
+    # How many tries of Python tasks one task process may run, one after another (DESIGN.md §7,
+    # docs/operations.md): 1, the default, is a fresh process per try.
+    task_process_reuse: int = Field(default=1, ge=1)
 
     @field_validator("database_url", "broker_url", "object_storage_url", "remote_logs_url")
     @classmethod

@@ -13,11 +13,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tradewind import dag_context
+from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.dag_context import current_dag
+from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
-from tradewind.mapping import BatchedTask, PartialTask
+from tradewind.mapped_group import group_mapping
+from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
 from tradewind.trigger_rules import TriggerRule
-from tradewind.xcom_arg import XComArg, find_xcom_args
+from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
 Callback = Callable[[dict[str, Any]], None]
 
@@ -48,10 +52,30 @@ class TaskOptions:
     task_concurrency: int = 16
     fail_fast: bool = False
     command: Sequence[str] | None = None
+    owner: str = "airflow"
+    task_display_name: str | None = None
+    doc_md: str | None = None
+    # Each retry waits retry_delay * backoff ** (retries so far), at most max_retry_delay.
+    retry_exponential_backoff: float = 0.0
+    max_retry_delay: dt.timedelta | None = None
+    retry_policy: Any = None
+    on_retry_callback: Callback | None = None
+    on_skipped_callback: Callback | None = None
+    params: dict[str, Any] | None = None
+    templates_dict: dict[str, Any] | None = None
+    templates_exts: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         self.retry_delay = as_timedelta(self.retry_delay, "retry_delay")
         self.execution_timeout = as_timedelta(self.execution_timeout, "execution_timeout")
+        self.max_retry_delay = as_timedelta(self.max_retry_delay, "max_retry_delay")
+        self.retry_exponential_backoff = _backoff(self.retry_exponential_backoff)
+        if self.retry_policy is not None and not callable(
+            getattr(self.retry_policy, "evaluate", None)
+        ):
+            raise DagDefinitionError(
+                f"retry_policy must be an ExceptionRetryPolicy, got {self.retry_policy!r}"
+            )
         try:
             self.trigger_rule = TriggerRule(self.trigger_rule)
         except ValueError:
@@ -65,8 +89,45 @@ class TaskOptions:
             raise DagDefinitionError(f"task_concurrency must be >= 1, got {self.task_concurrency}")
 
 
+def _backoff(value: Any) -> float:
+    """``True`` doubles the delay at each retry, as in Airflow; a number > 1 is the factor."""
+    if value is True:
+        return 2.0
+    if value is False or value == 0:
+        return 0.0
+    if isinstance(value, int | float) and value > 1:
+        return float(value)
+    raise DagDefinitionError(
+        f"retry_exponential_backoff must be True, False or a factor > 1, got {value!r}"
+    )
+
+
+#: What ``default_args`` may set: the task options, minus what names one task.
+DEFAULT_ARG_NAMES = frozenset(TaskOptions.__dataclass_fields__) - {"task_id", "command"}
+
+
+def check_default_args(where: str, default_args: dict[str, Any] | None) -> dict[str, Any]:
+    """``default_args`` with the default-only keys checked and removed; unknown keys refused."""
+    checked = dict(default_args or {})
+    take_default_only(f"{where} default_args", checked)
+    refuse_unsupported(
+        f"{where} default_args", {k: v for k, v in checked.items() if k not in DEFAULT_ARG_NAMES}
+    )
+    return checked
+
+
+def task_options(where: str, options: dict[str, Any]) -> TaskOptions:
+    """``TaskOptions`` of what ``@task(...)`` was given; an argument not supported is refused."""
+    options = dict(options)
+    take_default_only(where, options)
+    refuse_unsupported(
+        where, {k: v for k, v in options.items() if k not in TaskOptions.__dataclass_fields__}
+    )
+    return TaskOptions(**options)
+
+
 @dataclass(eq=False)
-class Task:
+class Task(DependencyMixin):
     """One node of a DAG: the callable, its options and its arguments (XComArgs unresolved)."""
 
     task_id: str
@@ -79,6 +140,14 @@ class Task:
     dag: Any = None
     # Set by .expand / .iterate (the mapping issue): how the arguments are spread over items.
     mapping: dict[str, Any] | None = None
+    task_group: Any = None
+    label: str = ""  # the id given, before the groups' prefixes
+    upstream_labels: dict[str, str] = field(default_factory=dict)  # edge Label()s by upstream
+    operator: Any = None  # the BaseOperator this task runs, for classic operators
+
+    @property
+    def group_id(self) -> str | None:
+        return self.task_group.group_id if self.task_group is not None else None
 
     def __getattr__(self, name: str) -> Any:
         # Options read like attributes, as on an Airflow operator (task.retries, task.queue...).
@@ -91,59 +160,43 @@ class Task:
     def is_runtime(self) -> bool:
         return self.options.command is not None
 
-    def set_upstream(self, other: Task | XComArg | Iterable[Task | XComArg]) -> None:
-        for upstream in _tasks_of(other):
-            if upstream.dag is not self.dag:
-                raise DagDefinitionError(
-                    f"{upstream.task_id} and {self.task_id} are in different DAGs"
-                )
-            self.upstream_task_ids.add(upstream.task_id)
-            upstream.downstream_task_ids.add(self.task_id)
+    def render_template(self, content: Any, context: dict[str, Any]) -> Any:
+        """``content`` rendered with ``context`` (as ``context["task"].render_template``)."""
+        from tradewind.templates import render_value
 
-    def set_downstream(self, other: Task | XComArg | Iterable[Task | XComArg]) -> None:
-        for downstream in _tasks_of(other):
-            downstream.set_upstream(self)
+        def resolve(arg: XComArg) -> Any:
+            return pull_xcom(arg, context["ti"])
 
-    def __rshift__(self, other: Any) -> Any:
-        self.set_downstream(other)
-        return other
+        exts = tuple(self.options.templates_exts or ())
+        return render_value(content, context, self.dag, resolve, exts, f"task {self.task_id}")
 
-    def __lshift__(self, other: Any) -> Any:
-        self.set_upstream(other)
-        return other
+    def roots(self) -> list[Task]:
+        return [self]
 
-    def __rrshift__(self, other: Any) -> Task:
-        self.set_upstream(other)
-        return self
-
-    def __rlshift__(self, other: Any) -> Task:
-        self.set_downstream(other)
-        return self
-
-
-def _tasks_of(value: Task | XComArg | Iterable[Task | XComArg]) -> list[Task]:
-    if isinstance(value, Task):
-        return [value]
-    if isinstance(value, XComArg):
-        return [value.task]
-    if isinstance(value, list | tuple | set):
-        return [task for item in value for task in _tasks_of(item)]
-    raise DagDefinitionError(
-        f"cannot depend on {value!r}: use a task, a task's result, or a list of them"
-    )
+    def leaves(self) -> list[Task]:
+        return [self]
 
 
 class TaskDecorator:
     """A decorated function: call it in a DAG to add a task; ``.override`` changes options."""
 
-    def __init__(self, function: Callable[..., Any] | None, options: TaskOptions) -> None:
+    def __init__(
+        self,
+        function: Callable[..., Any] | None,
+        options: TaskOptions,
+        explicit: Iterable[str] = (),
+    ) -> None:
         self.function = function
         self.options = options
+        # The options given here, which default_args of the DAG or a group do not override.
+        self.explicit = frozenset(explicit)
         if function is not None:
             functools.update_wrapper(self, function)
 
     def override(self, **changes: Any) -> TaskDecorator:
-        return TaskDecorator(self.function, replace(self.options, **changes))
+        task_options(f"{self.default_task_id}.override()", changes)
+        changed = replace(self.options, **changes)
+        return TaskDecorator(self.function, changed, self.explicit | changes.keys())
 
     def __call__(self, *args: Any, **kwargs: Any) -> XComArg:
         return XComArg(self._add_task(args, kwargs))
@@ -158,6 +211,9 @@ class TaskDecorator:
     def iterate(self, **mapped: Any) -> XComArg:
         return self.partial().iterate(**mapped)
 
+    def expand_kwargs(self, kwargs_list: Any) -> XComArg:
+        return self.partial().expand_kwargs(kwargs_list)
+
     def batch(self, size: int) -> BatchedTask:
         return self.partial().batch(size)
 
@@ -170,28 +226,72 @@ class TaskDecorator:
             )
         if self.function is not None:
             _check_signature(self.function, args, kwargs, mapping)
-        task = Task(
-            task_id=dag.unique_task_id(self.options.task_id or self.default_task_id),
-            python_callable=self.function,
-            options=self.options,
-            args=args,
-            kwargs=kwargs,
-            mapping=mapping,
+        label = self.options.task_id or self.default_task_id
+        return add_task(
+            dag, label, self.function, self.options, self.explicit, args, kwargs, mapping
         )
-        dag.add_task(task)
-        for upstream in find_xcom_args((args, kwargs, mapping)):
-            task.set_upstream(upstream.task)
-        return task
 
     @property
     def default_task_id(self) -> str:
         return self.function.__name__ if self.function is not None else "runtime"
 
 
+def add_task(
+    dag: Any,
+    label: str,
+    function: Callable[..., Any] | None,
+    options: TaskOptions,
+    explicit: frozenset[str],
+    args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
+    mapping: dict[str, Any] | None = None,
+) -> Task:
+    """A new task of ``dag`` in the open task group: its id prefixed, the ``default_args`` of
+    the DAG and its groups under the options given, upstreams from the XComArgs it takes."""
+    group = dag_context.current_group(dag)
+    inherited = group_mapping(group)
+    if inherited is not None:
+        if mapping is not None:
+            raise DagDefinitionError(
+                f"task {label}: .{mapping['kind']}() inside the mapped task group "
+                f"{inherited['group']} is not supported: the group maps its tasks already"
+            )
+        mapping = inherited
+    task = Task(
+        task_id=dag.unique_task_id(group.child_id(label) if group else label),
+        python_callable=function,
+        options=_options_in(dag, group, options, explicit),
+        args=args,
+        kwargs=kwargs or {},
+        mapping=mapping,
+        task_group=group,
+        label=label,
+    )
+    dag.add_task(task)
+    for upstream in find_xcom_args((args, kwargs, mapping)):
+        task.set_upstream(upstream.task)
+    return task
+
+
+def _options_in(
+    dag: Any, group: Any, options: TaskOptions, explicit: frozenset[str]
+) -> TaskOptions:
+    """``options`` with the DAG's and the groups' ``default_args`` under those given."""
+    defaults = group.merged_default_args() if group is not None else dict(dag.default_args)
+    unset = {k: v for k, v in defaults.items() if k not in explicit}
+    return replace(options, **unset) if unset else options
+
+
 def _check_signature(
     function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], mapping: Any
 ) -> None:
     mapped = dict(mapping.get("kwargs", {})) if mapping else {}
+    if KWARGS_LIST in mapped:  # .expand_kwargs: each item names its own arguments
+        literal = mapped.pop(KWARGS_LIST)
+        items = literal if isinstance(literal, list | tuple) else [{}]
+        for item in items:
+            _check_signature(function, args, {**kwargs, **dict(item)}, None)
+        return
     try:
         inspect.signature(function).bind_partial(*args, **kwargs, **mapped)
     except TypeError as error:
@@ -200,13 +300,10 @@ def _check_signature(
 
 def task(python_callable: Callable[..., Any] | None = None, **options: Any) -> Any:
     """Make a TaskFlow task of a function: ``@task`` or ``@task(retries=2, ...)``."""
-    try:
-        parsed = TaskOptions(**options)
-    except TypeError as error:
-        raise DagDefinitionError(f"@task: {error}") from None
+    parsed = task_options("@task", options)
     if python_callable is not None:
-        return TaskDecorator(python_callable, parsed)
-    return lambda function: TaskDecorator(function, parsed)
+        return TaskDecorator(python_callable, parsed, options)
+    return lambda function: TaskDecorator(function, parsed, options)
 
 
 def runtime(
@@ -216,8 +313,32 @@ def runtime(
     supervisor's protocol; the decorated function names the task and its arguments."""
     if isinstance(command, str) or not command:
         raise DagDefinitionError("@task.runtime(command=[...]) takes a non-empty list of strings")
-    parsed = TaskOptions(command=list(command), **options)
-    return lambda function: TaskDecorator(function, parsed)
+    parsed = task_options("@task.runtime", {"command": list(command), **options})
+    return lambda function: TaskDecorator(function, parsed, ["command", *options])
 
 
 task.runtime = runtime  # type: ignore[attr-defined]
+
+
+def _not_yet(kind: str, feature: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise DagDefinitionError(f"@task.{kind} is not supported by Tradewind yet ({feature})")
+
+    return refuse
+
+
+# Airflow's other task kinds: a DAG file using one fails its import naming it, never at run time.
+for _kind, _feature in {
+    "branch": "branching",
+    "short_circuit": "short-circuiting",
+    "bash": "bash tasks",
+    "sensor": "sensors",
+    "virtualenv": "virtualenv tasks",
+    "external_python": "external Python tasks",
+    "branch_virtualenv": "branching",
+    "branch_external_python": "branching",
+    "docker": "docker tasks",
+    "kubernetes": "kubernetes tasks",
+    "pyspark": "pyspark tasks",
+}.items():
+    setattr(task, _kind, _not_yet(_kind, _feature))

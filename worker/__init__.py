@@ -2,6 +2,13 @@
 
 The app is built on first access, so importing the worker's modules (in tests, in the CLI)
 reads no settings and touches no broker.
+
+Two sides, kept apart by the layout. The modules here run in the Celery pool process: the
+supervisor and its request handlers, the claim and the end, the fork server, the backend helper
+process, how XComs and state values are served. ``task_runner/`` is what a task process runs;
+it never imports ``state`` or SQLAlchemy. Between them: ``protocol.py``, the wire both speak,
+and the backends (``xcom/``, ``state_store/object_storage.py``), which a task process or the
+backend helper runs and the supervisor never does.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from state.outage import Retry, ride_out
+
 # Calls the submitted work's result (or raises what the work raised).
 Outcome = Callable[[], Any]
 
@@ -41,10 +43,13 @@ class Background:
 
     def submit(self, work: Callable[[], Any], then: Callable[[Outcome], None]) -> None:
         """Run ``work`` on the thread; ``then`` takes its outcome in the loop, in order."""
+        # Each piece of work is one transaction: retried as a whole through an outage.
+        retry = Retry("a task's XCom read or write")
         if self._selector is None:
-            then(work)  # the work is its own outcome: called there, it returns or raises
+            # The work is its own outcome: called there, it returns or raises.
+            then(lambda: ride_out(work, retry))
             return
-        future = self._start().submit(work)
+        future = self._start().submit(ride_out, work, retry)
         self._waiting.append((future, then))
         future.add_done_callback(self._signal)
 

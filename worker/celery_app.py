@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import logging
+import warnings
 from typing import Any
 
 from celery import Celery, signals
+from celery.exceptions import CPendingDeprecationWarning, Reject
+from celery.worker.consumer import Consumer as CeleryConsumer
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from broker_config import (
     EXECUTE_TASK_NAME,
@@ -15,17 +21,26 @@ from broker_config import (
     publish_many,
 )
 from state.db import forget_engines_after_fork
+from state.outage import Retry, StoreUnavailable, outage_budget, ride_out, set_budget
 from state.scheduling import Enqueue
 from tradewind.settings import get_settings
+from worker.claim import ClaimUnavailable
 from worker.execute import execute
 from worker.fork_server import stop_fork_server, use_fork_server
 
 log = logging.getLogger("tradewind.worker")
+#: How long a pool process waits for an absent broker to publish the tries an end made ready:
+#: TRADEWIND_TASK_QUEUED_TIMEOUT_SECONDS, after which the scheduler's queued rescue sends them.
+_publish_wait = {"seconds": 60.0}
 
 
 def create_app() -> Celery:
     settings = get_settings()
+    # How long a try waits out an outage of the store (state/outage.py); inherited by the pool.
+    set_budget(outage_budget(settings.zombie_threshold_seconds, settings.kill_grace_seconds))
+    _publish_wait["seconds"] = settings.task_queued_timeout_seconds
     app = make_celery_app(settings.broker, settings.broker_folder, main="worker")
+    app.conf.worker_consumer = f"{__name__}:Consumer"
     app.task(name=EXECUTE_TASK_NAME, bind=True, acks_late=True)(execute_task_instance)
     return app
 
@@ -48,9 +63,58 @@ def execute_task_instance(self: Any, *args: Any, message: Any = None, **unexpect
     app = self.app
 
     def publish(ready: list[Enqueue]) -> None:
-        publish_many(app, ready)
+        # Queued in SQL already; sent once the broker is back rather than at the scheduler's
+        # queued rescue a minute later (a copy sent twice is dropped by the claim).
+        # Past the queued timeout, the scheduler's queued rescue sends them anyway.
+        what = f"publishing {len(ready)} downstream tries"
+        retry = Retry(what, (BrokerUnavailable,), _any_error, service="the broker")
+        retry.budget = _publish_wait["seconds"]
+        ride_out(lambda: publish_many(app, ready), retry)
 
-    return execute(parsed, get_settings(), publish)
+    try:
+        return execute(parsed, get_settings(), publish)
+    except ClaimUnavailable as error:
+        # Nothing was claimed: the message goes back on its queue, no try consumed.
+        log.error("%s: giving the message back", error)
+        raise Reject(str(error), requeue=True) from error
+    except StoreUnavailable as error:
+        log.error("%s: the zombie rule takes the try", error)
+        return "lost"
+
+
+def _any_error(_error: BaseException) -> bool:
+    return True
+
+
+#: Seconds between the consumer's attempts to reach a broker that went away, at most.
+RECONNECT_MAX_SECONDS = 1.0
+
+
+class Consumer(CeleryConsumer):  # type: ignore[misc]
+    """Celery's consumer, reconnecting to a broker that came back within a second.
+
+    kombu waits 2 s, then 4, 6... up to 30 s between attempts: after a 60 s Redis outage the
+    consumer came back 12 s after Redis did, while the tries it held were done long before and
+    their downstream messages waited. Every attempt is one line of Celery's log.
+    """
+
+    def ensure_connected(self, conn: Any) -> Any:
+        conn.ensure_connection = functools.partial(
+            conn.ensure_connection,
+            interval_start=0.2,
+            interval_step=0.4,
+            interval_max=RECONNECT_MAX_SECONDS,
+        )
+        return super().ensure_connected(conn)
+
+
+def _freeze_before_the_pool_forks(**_: Any) -> None:
+    # What the worker imported (Celery, SQLAlchemy, psycopg: ~80 MB) is shared with the pool
+    # processes it forks as long as nothing writes to it; the collector of a pool process scans
+    # every tracked object, writing to each, and so copied most of it into each of them.
+    # Frozen objects are never scanned.
+    gc.collect()
+    gc.freeze()
 
 
 def _fresh_pool_process(**_: Any) -> None:
@@ -63,5 +127,18 @@ def _pool_process_exits(**_: Any) -> None:
     stop_fork_server()
 
 
+def _quiet_the_cancel_warning(**_: Any) -> None:
+    # Celery warns at each broker connection loss that its default for cancelling running
+    # tasks changes in 6.0; Tradewind sets it (False) itself, on purpose (broker_config/
+    # settings.py). Added once the worker is up: its logging setup puts "always" filters first.
+    warnings.filterwarnings(
+        "ignore",
+        message=r"\s*In Celery 5.1 we introduced an optional breaking change",
+        category=CPendingDeprecationWarning,
+    )
+
+
+signals.worker_init.connect(_freeze_before_the_pool_forks)
 signals.worker_process_init.connect(_fresh_pool_process)
 signals.worker_process_shutdown.connect(_pool_process_exits)
+signals.worker_ready.connect(_quiet_the_cancel_warning)

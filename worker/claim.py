@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,11 +14,15 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
+from state.db import statement_scope
+from state.end import Recorded, TryEnd
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, utcnow
-from state.pools import DEFAULT_POOL
-from state.transitions import INCREMENT, Fence, transition_tis, transition_tis_returning
+from state.outage import Retry, StoreUnavailable, ride_out, store_probe
+from state.retries import retry_delay_seconds
+from state.structure import TaskSpec, parse_task_spec
+from state.transitions import INCREMENT, Fence, transition_tis_returning
 from state.values import TIKey
 
 TI = TaskInstanceState
@@ -33,14 +38,30 @@ class Claim:
     max_tries: int
     generation: int
     fileloc: str
-    task_spec: dict[str, Any]
+    task_spec: TaskSpec
     run: dict[str, Any]
     # The version of the DAG the run follows (a structure this process may have read already).
     version_hash: str | None = None
 
     @property
     def pool(self) -> str:
-        return str(self.task_spec.get("pool", DEFAULT_POOL))
+        return self.task_spec.pool
+
+    def end(self, final: Final) -> TryEnd:
+        """The try's end as ``state.end.end_try`` records it."""
+        ti, now = self.ti, utcnow()
+        return TryEnd(
+            fence=self.fence,
+            run_pk=self.run_pk,
+            dag_id=ti.dag_id,
+            run_id=ti.run_id,
+            task_id=ti.task_id,
+            pool=self.pool,
+            version_hash=self.version_hash,
+            state=final.state,
+            values=end_values(self, final, now),
+            at=now,
+        )
 
 
 def claim_try(
@@ -75,10 +96,11 @@ def claim_try(
         max_tries=ti.max_tries,
         generation=ti.generation,
         fileloc=run.fileloc,
-        task_spec=run.task_spec or {},
+        task_spec=parse_task_spec(run.task_spec, run.run_version, ti.task_id),
         version_hash=run.run_version,
         run={
             "params": {**(run.params or {}), **(run.conf or {})},
+            "conf": dict(run.conf or {}),
             "run_type": run.run_type,
             "logical_date": run.logical_date,
             "data_interval_start": run.data_interval_start,
@@ -160,22 +182,17 @@ class Final:
 
     state: TaskInstanceState
     error: str | None = None
+    # A retry policy's delay for this failure; None: the task's retry_delay (and backoff).
+    retry_delay_seconds: float | None = None
 
 
-def final_for_failure(claim: Claim, error: str, retryable: bool) -> Final:
+def final_for_failure(
+    claim: Claim, error: str, retryable: bool, retry_delay_seconds: float | None = None
+) -> Final:
     """``up_for_retry`` when tries are left and the failure allows it, else ``failed``."""
     if retryable and claim.fence.try_number < claim.max_tries:
-        return Final(TI.UP_FOR_RETRY, error)
+        return Final(TI.UP_FOR_RETRY, error, retry_delay_seconds)
     return Final(TI.FAILED, error)
-
-
-def record_final(session: Session, claim: Claim, final: Final) -> bool:
-    """Write the end of the try, fenced; False when the try no longer held the task instance."""
-    values = end_values(claim, final, utcnow())
-    moved = transition_tis(
-        session, [claim.fence.ti_id], [TI.RUNNING], final.state, values, claim.fence
-    )
-    return moved == 1
 
 
 def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
@@ -183,6 +200,67 @@ def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
     # A supervisor lived to record this end: the delivery count starts over (see claim_try).
     values: dict[str, Any] = {"end_date": now, "error": final.error, "deliveries": 0}
     if final.state == TI.UP_FOR_RETRY:
-        delay = float(claim.task_spec.get("retry_delay_seconds", 0))
+        delay = final.retry_delay_seconds
+        if delay is None:
+            delay = retry_delay_seconds(claim.task_spec, claim.fence.try_number)
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
     return values
+
+
+class ClaimUnavailable(StoreUnavailable):
+    """The claim could not reach the store in time: its message must go back, not be dropped."""
+
+
+def claim_through_outage(
+    url: str, message: TaskInstanceMessage, max_deliveries: int | None = None
+) -> Claim | str:
+    """``claim_try`` in a statement of its own, waiting out an outage of the store.
+
+    A claim that never reached the store consumed nothing: past the bound, ``ClaimUnavailable``
+    tells the Celery task to give the message back (worker/celery_app.py).
+    """
+
+    def claim() -> Claim | str:
+        with statement_scope(url) as session:
+            return claim_try(session, message, max_deliveries)
+
+    retry = Retry(f"claiming {message.describe()}", probe=store_probe(url))
+    try:
+        return ride_out(claim, retry)
+    except StoreUnavailable as error:
+        raise ClaimUnavailable(str(error)) from error
+
+
+def end_through_outage(
+    url: str, claim: Claim, final: Final, end: Callable[[], Recorded]
+) -> Recorded:
+    """``end()`` (recording the try's end, ``state.end.end_try``), waiting out an outage.
+
+    A connection lost after the server committed the end but before it said so looks like a
+    failure: the next attempt is then refused (the try is no longer running), though the end
+    recorded is this one. That refusal is read as recorded, with nothing more to queue (the
+    scheduler queues what the end made ready).
+    """
+    attempts = 0
+
+    def attempt() -> Recorded:
+        nonlocal attempts
+        attempts += 1
+        recorded = end()
+        if not recorded.recorded and attempts > 1 and _ended_as(url, claim, final):
+            return Recorded(True, [])
+        return recorded
+
+    ti = claim.ti
+    what = f"recording the end of {ti.dag_id}/{ti.run_id}/{ti.task_id} try {claim.fence.try_number}"
+    return ride_out(attempt, Retry(what, probe=store_probe(url)))
+
+
+def _ended_as(url: str, claim: Claim, final: Final) -> bool:
+    """Whether the task instance holds this try's end already (its fence token, its state)."""
+    fence = claim.fence
+    with statement_scope(url) as session:
+        row = session.execute(
+            select(_TI.c.state, _TI.c.try_number, _TI.c.fence_token).where(_TI.c.id == fence.ti_id)
+        ).one_or_none()
+    return row is not None and tuple(row) == (final.state, fence.try_number, fence.token)

@@ -32,10 +32,9 @@ from functools import partial
 from tradewind.dag import DAG
 from tradewind.task import Task
 from worker import protocol as p
-from worker.iterable import run_iterable_task
-from worker.mapping import is_iterable
 from worker.process import COMMS_FD_ENV, TaskProcess, fork_python_task, reap_finished
-from worker.runner import run_python_task
+from worker.task_runner.body import task_body
+from worker.warm import WarmProcess, drop_idle, next_start, start_in, take_idle
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +52,6 @@ class ForkServerError(RuntimeError):
 
 class ForkServerGone(ForkServerError):
     """The fork server exited: it is started again for the next try."""
-
-
-def task_body(
-    dag: DAG, task: Task, details: p.TaskDetails | None = None
-) -> Callable[[socket.socket], int]:
-    """What a Python task process runs; an iterable task runs all its items in it.
-
-    ``details``: the handshake's reply, given ahead (the task process then does not ask).
-    """
-    body = run_iterable_task if is_iterable(task) else run_python_task
-    return lambda comms: body(comms, dag, task, details)
 
 
 class ForkServer:
@@ -85,31 +73,33 @@ class ForkServer:
         self.gone = False
 
     def start(
-        self, fileloc: str, dag_id: str, task_id: str, details: p.TaskDetails | None = None
+        self,
+        fileloc: str,
+        dag_id: str,
+        task_id: str,
+        details: p.TaskDetails | None = None,
+        then_wait: bool = False,
     ) -> TaskProcess:
         """Start the task on the spare; raises ForkServerError. Nothing here waits on the
-        server unless it has no spare ready yet (the first try, or a spare that died)."""
+        server unless it has no spare ready yet (the first try, or a spare that died).
+
+        ``then_wait``: the spare's channel is kept, for its next try (``worker/warm.py``).
+        """
         packet = p.StartTaskProcess(
-            fileloc=fileloc, dag_id=dag_id, task_id=task_id, details=details
+            fileloc=fileloc, dag_id=dag_id, task_id=task_id, details=details, then_wait=then_wait
         )
-        parent_end, child_end = socket.socketpair()
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
+        channels = TryChannels()
         try:
-            pid = self._hand_over(packet, [child_end.fileno(), out_write, err_write])
+            pid, spare = self._hand_over(packet, channels.far_ends, keep=then_wait)
         except ForkServerError:
-            parent_end.close()
-            os.close(out_read)
-            os.close(err_read)
+            channels.close_near_ends()
             raise
         finally:
-            child_end.close()
-            os.close(out_write)
-            os.close(err_write)
+            channels.close_far_ends()
         self._send(p.SpareTaken(pid=pid, fileloc=fileloc))
-        return TaskProcess(
-            pid, parent_end, out_read, err_read, exit_report=partial(self._exit_code, pid)
-        )
+        report = partial(self._exit_code, pid)
+        warm = None if spare is None else WarmProcess(pid, spare, report)
+        return channels.process(pid, report, warm)
 
     @property
     def pid(self) -> int:
@@ -126,8 +116,11 @@ class ForkServer:
             self._process.kill()
             self._process.wait()
 
-    def _hand_over(self, start: p.StartTaskProcess, fds: list[int]) -> int:
-        """Send the start to the spare (a newer one first, if the server sent one); its pid."""
+    def _hand_over(
+        self, start: p.StartTaskProcess, fds: list[int], keep: bool
+    ) -> tuple[int, socket.socket | None]:
+        """Send the start to the spare (a newer one first, if the server sent one); its pid,
+        and its channel if ``keep``."""
         packet = start.model_dump_json().encode()
         for _attempt in range(3):
             self._read_messages(wait=False)
@@ -138,11 +131,13 @@ class ForkServer:
             self._spare = None
             try:
                 socket.send_fds(channel, [packet], fds)
-                return pid
             except OSError:
-                continue  # it died waiting (killed by hand, say): the server forks another
-            finally:
                 channel.close()
+                continue  # it died waiting (killed by hand, say): the server forks another
+            if keep:
+                return pid, channel
+            channel.close()
+            return pid, None
         raise ForkServerError("the fork server's spare task processes keep dying")
 
     def _raise_if_failed(self) -> None:
@@ -212,6 +207,34 @@ class ForkServer:
             log.warning("%s (exit code %s); starting another", why, self._process.poll())
 
 
+class TryChannels:
+    """One try's comms socket and stdout/stderr pipes: the near ends stay, the far ones go to
+    the task process."""
+
+    def __init__(self) -> None:
+        self.comms, self._child_comms = socket.socketpair()
+        self.out_read, self._out_write = os.pipe()
+        self.err_read, self._err_write = os.pipe()
+        self.far_ends = [self._child_comms.fileno(), self._out_write, self._err_write]
+
+    def close_far_ends(self) -> None:
+        self._child_comms.close()
+        os.close(self._out_write)
+        os.close(self._err_write)
+
+    def close_near_ends(self) -> None:
+        self.comms.close()
+        os.close(self.out_read)
+        os.close(self.err_read)
+
+    def process(
+        self, pid: int, report: Callable[[bool], int | None], warm: WarmProcess | None
+    ) -> TaskProcess:
+        return TaskProcess(
+            pid, self.comms, self.out_read, self.err_read, exit_report=report, warm=warm
+        )
+
+
 _server: ForkServer | None = None
 _enabled = False
 
@@ -228,31 +251,52 @@ def stop_fork_server() -> None:
     """Back to forking task processes here; the fork server, if one runs, exits."""
     global _enabled, _server
     _enabled = False
+    drop_idle()
     server, _server = _server, None
     if server is not None:
         server.close()
 
 
-def current_fork_server() -> ForkServer | None:
-    return _server
-
-
 def start_python_task(
-    fileloc: str, dag: DAG, task: Task, details: p.TaskDetails | None = None
+    fileloc: str, dag: DAG, task: Task, details: p.TaskDetails | None = None, reuse: int = 1
 ) -> TaskProcess:
     """Start the task process of ``task``: from the fork server if this process uses one.
 
     ``details``: the handshake's reply, if the supervisor has it now (the task skips asking).
+    ``reuse``: TRADEWIND_TASK_PROCESS_REUSE, the tries one task process may run (fork server
+    only): above 1, the try goes to the idle task process if one waits (``worker/warm.py``).
     """
     if not _enabled:
         return fork_python_task(task_body(dag, task, details))
     reap_finished()
+    warm = take_idle() if reuse > 1 else None
+    if warm is not None:
+        start = p.StartTaskProcess(
+            fileloc=fileloc, dag_id=dag.dag_id, task_id=task.task_id, details=details
+        )
+        started = _start_warm(warm, start, reuse)
+        if started is not None:
+            return started
     global _server
     for _attempt in range(2):
         if _server is None or _server.gone:
             _server = ForkServer()
         try:
-            return _server.start(fileloc, dag.dag_id, task.task_id, details)
+            return _server.start(fileloc, dag.dag_id, task.task_id, details, reuse > 1)
         except ForkServerGone:
             continue  # started again once: a server killed between two tries is no failure
     raise ForkServerError("the fork server exited twice in a row: see the worker's log")
+
+
+def _start_warm(warm: WarmProcess, start: p.StartTaskProcess, reuse: int) -> TaskProcess | None:
+    """The try started in the idle task process ``warm``; None if it died meanwhile."""
+    start.then_wait = next_start(warm, reuse)
+    channels = TryChannels()
+    sent = start_in(warm, start, channels.far_ends)
+    channels.close_far_ends()
+    if not sent:
+        channels.close_near_ends()
+        return None
+    if not start.then_wait:
+        warm.close()  # its last try: it exits after it, as a fresh process does
+    return channels.process(warm.pid, warm.exit_report, warm if start.then_wait else None)

@@ -14,6 +14,10 @@ DAG file, if it changed, so the next spares inherit it, and forks the next spare
 finds its DAG file changed since its fork loads it itself. Once a taken task process is reaped
 the server says ``TaskProcessExited`` with its exit code.
 
+A spare started with ``then_wait`` (``TRADEWIND_TASK_PROCESS_REUSE``) may run several tries, each
+sent to it by the pool process on the spare's channel (``worker/task_runner/warm_loop.py``); the
+server learns nothing of them, and reports its exit once, after its last.
+
 It exits when the pool process closes the channel or dies, and kills what is left of its task
 processes then: they must not outlive the supervisor that records them.
 """
@@ -33,16 +37,16 @@ from types import FrameType
 from typing import NoReturn
 
 from worker import protocol as p
-from worker.dags import find_task, preload
-from worker.fork_server import MAX_PACKET_BYTES, PARENT_PID_ENV, task_body
+from worker.dags import preload
+from worker.fork_server import MAX_PACKET_BYTES, PARENT_PID_ENV
 from worker.process import (
     _PR_SET_PDEATHSIG,
     _PRCTL,
     COMMS_FD_ENV,
-    attach_task_channels,
     exit_task_process,
     prepare_task_process,
 )
+from worker.task_runner.warm_loop import receive_start, run_try, serve_tries
 
 
 class ForkServerLoop:
@@ -168,26 +172,23 @@ class ForkServerLoop:
 
 _EARLY_EXITS_KEPT = 16
 _TAKEN = p.SpareTaken
-_START = p.StartTaskProcess
 
 
 def _spare_main(channel: socket.socket, in_child: Callable[[], None]) -> NoReturn:
-    """A spare task process: set up, wait for the task, run it, exit (never returns)."""
+    """A spare task process: set up, wait for the task, run it (and, warm, the tries after it:
+    ``worker/task_runner/warm_loop.py``), exit (never returns)."""
     code, fds = 70, list[int]()
     try:
         in_child()
         prepare_task_process()
-        packet, fds, _flags, _address = socket.recv_fds(channel, MAX_PACKET_BYTES, 3)
-        channel.close()
-        if not packet:  # the pool process let it go unused, or is gone
+        request, fds = receive_start(channel)
+        if request is None:  # the pool process let it go unused, or is gone
             os._exit(0)
-        if len(fds) != 3:
-            raise p.ProtocolError(f"a start brought {len(fds)} descriptors, not 3")
-        request = _START.model_validate_json(packet)
-        attach_task_channels(fds[1], fds[2])
-        # The DAG file as the server loaded it, or loaded again here if it changed since.
-        dag, task = find_task(request.fileloc, request.dag_id, request.task_id)
-        code = task_body(dag, task, request.details)(socket.socket(fileno=fds[0]))
+        if request.then_wait:
+            code, fds = serve_tries(channel, request, fds)
+        else:
+            channel.close()
+            code = run_try(request, fds)
     except BaseException:
         traceback.print_exc()
     finally:

@@ -21,7 +21,10 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from worker.warm import WarmProcess
 
 #: Environment variable telling a runtime task which inherited fd is its comms socket.
 COMMS_FD_ENV = "TRADEWIND_COMMS_FD"
@@ -40,6 +43,8 @@ class TaskProcess:
     #: For a task process forked by a fork server: its exit code as the server reports it
     #: (``wait``: the process is known to have exited, wait for the report).
     exit_report: Callable[[bool], int | None] | None = None
+    #: A task process that may wait for another try after this one (``worker/warm.py``).
+    warm: WarmProcess | None = None
 
     def poll(self, wait: bool = False) -> int | None:
         """The exit code once the process is gone (negative: killed by that signal)."""

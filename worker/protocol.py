@@ -16,7 +16,6 @@ Channel rules, and why:
 from __future__ import annotations
 
 import datetime as dt
-import json
 import socket
 import struct
 from typing import Annotated, Any, Literal
@@ -83,7 +82,7 @@ class ClearStateValues(_Message):
 
 
 # Checkpoints of iterable tasks (DESIGN.md §5): the supervisor stores and reads them; what they
-# mean is the task's business (worker/checkpoints.py).
+# mean is the task's business (worker/task_runner/checkpoints.py).
 class WriteCheckpointBatch(_Message):
     type: Literal["WriteCheckpointBatch"] = "WriteCheckpointBatch"
     number: int = Field(ge=0)
@@ -131,6 +130,8 @@ class FailTask(_Message):
     type: Literal["FailTask"] = "FailTask"
     error: str
     retryable: bool = True
+    # Set by the task's retry policy: the wait before the next try, instead of retry_delay.
+    retry_delay_seconds: float | None = None
 
 
 class SkipTask(_Message):
@@ -152,6 +153,8 @@ class TaskDetails(_Message):
     generation: int
     params: dict[str, Any]
     run_type: str
+    # The trigger's conf alone (``params`` has it merged over the DAG's params): ``dag_run.conf``.
+    conf: dict[str, Any] = Field(default_factory=dict)
     logical_date: dt.datetime | None = None
     data_interval_start: dt.datetime | None = None
     data_interval_end: dt.datetime | None = None
@@ -249,7 +252,7 @@ TO_SUPERVISOR: TypeAdapter[ToSupervisor] = TypeAdapter(ToSupervisor)
 TO_TASK: TypeAdapter[ToTask] = TypeAdapter(ToTask, config=ConfigDict(cache_strings="keys"))
 
 
-# --- the XCom backend helper channel (DESIGN.md §6) ----------------------------------------
+# --- the backend helper channel (DESIGN.md §6's XCom backend helper) ----------------------
 # Same frames, other roles: the helper asks for work (``AwaitXComBackendCall``), and each answer
 # (``XComBackendResult``) is also its request for the next call, so the supervisor never sends
 # anything the helper did not ask for. Its Connection/Variable look-ups and secrets travel as the
@@ -327,6 +330,9 @@ class StartTaskProcess(_Message):
     # The handshake's reply, when the supervisor could give it before the start: the task
     # process then skips the handshake (docs/protocol.md §5).
     details: TaskDetails | None = None
+    # TRADEWIND_TASK_PROCESS_REUSE: after this try, say ``TaskProcessIdle`` or
+    # ``TaskProcessExiting`` on this channel, and if idle wait on it for the next start.
+    then_wait: bool = False
 
 
 class SpareTaken(_Message):
@@ -348,6 +354,31 @@ FromForkServer = Annotated[
     SpareReady | TaskProcessExited | ErrorResponse, Field(discriminator="type")
 ]
 FROM_FORK_SERVER: TypeAdapter[FromForkServer] = TypeAdapter(FromForkServer)
+
+
+# --- a warm task process's channel (TRADEWIND_TASK_PROCESS_REUSE, DESIGN.md §7) -----------
+# The spare's channel, kept by the pool process after a start with ``then_wait``. Once the try's
+# outcome is said, and before the task process closes the try's socket and pipes (so the
+# supervisor finds it waiting when it sees them close), it says one of these two.
+
+
+class TaskProcessIdle(_Message):
+    """The try ended cleanly: the next ``StartTaskProcess`` may come on this channel."""
+
+    type: Literal["TaskProcessIdle"] = "TaskProcessIdle"
+    pid: int
+
+
+class TaskProcessExiting(_Message):
+    """The try left the process unfit for another (a child, a changed cwd...): it exits."""
+
+    type: Literal["TaskProcessExiting"] = "TaskProcessExiting"
+    pid: int
+    reason: str
+
+
+FromWarmTaskProcess = Annotated[TaskProcessIdle | TaskProcessExiting, Field(discriminator="type")]
+FROM_WARM_TASK_PROCESS: TypeAdapter[FromWarmTaskProcess] = TypeAdapter(FromWarmTaskProcess)
 
 
 # --- frames -------------------------------------------------------------------------------
@@ -373,11 +404,6 @@ class PreEncoded:
     def frame(self, request_id: int) -> bytes:
         body = b'{"id":%d,%b' % (request_id, self._after_id)
         return _HEADER.pack(len(body)) + body
-
-
-def encode_json(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload, allow_nan=False).encode()
-    return _HEADER.pack(len(body)) + body
 
 
 def read_exactly(sock: socket.socket, size: int) -> bytes:

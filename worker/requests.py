@@ -1,71 +1,26 @@
 """What the supervisor does for each request of its task: one small handler per message type.
 
 Dispatch is a table (message class -> handler). Every write names the try's fence, so a try
-that lost its task instance (cleared, or given up as a zombie) gets an ``ErrorResponse``.
+that lost its task instance (cleared, or given up as a zombie) gets an ``ErrorResponse``. What
+a handler is given is the try's ``TryContext`` (``worker/try_context.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
-
-from sqlalchemy.exc import SQLAlchemyError
 
 from state import checkpoints as cp
 from state.connections import get_connection as read_connection
 from state.connections import get_variable as read_variable
 from state.db import session_scope
-from state.transitions import Fence, TryFenced
-from state.values import TIKey
+from state.outage import Retry, ride_out, store_probe
 from tradewind.connections import is_sensitive
 from worker import protocol as p
-from worker.background import Background
-from worker.logs import TryLog
 from worker.state_store import serving as state
+from worker.try_context import Outcome, TryContext, answer
 from worker.xcom import serving
-from worker.xcom.base import XComBackendError
-
-
-@dataclass
-class Outcome:
-    """What the task said about how it ended (None until it says)."""
-
-    state: str
-    error: str | None = None
-    retryable: bool = True
-
-
-@dataclass
-class TryContext:
-    """Everything the handlers of one try need."""
-
-    url: str
-    fence: Fence
-    ti: TIKey
-    details: p.TaskDetails
-    log: TryLog
-    outcome: Outcome | None = None
-    lost: bool = False
-    checkpoint_keys: set[str] = field(default_factory=set)
-    # TRADEWIND_STATE_STORE_MAX_VALUE_BYTES: a state value above it is written with a warning,
-    # or goes to object storage (worker/state_store/serving.py).
-    max_value_bytes: int = 65536
-    xcoms: serving.TryXComs = field(default_factory=serving.TryXComs)
-    # XCom rows are read and written here, off the loop (worker/background.py).
-    background: Background = field(default_factory=Background)
-    # Set by the supervisor loop: sends a reply to the task (a reply that waited on the helper).
-    send: Callable[[p._Message], None] | None = None
-
-    def reply_later(self, request: p._Message, produce: Callable[[], p._Message | None]) -> None:
-        """Send the reply of a request whose handler returned None, once it can be made.
-
-        ``produce`` may itself return None: it started another call, whose callback replies.
-        """
-        reply = answer(self, request, produce)
-        if reply is not None and self.send is not None:
-            self.send(reply)
 
 
 def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
@@ -130,7 +85,8 @@ def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
         # Given up elsewhere (a zombie, a clear): the task must not run its failure callback.
         return p.ErrorResponse(error="the try no longer holds its task instance")
     # The error is recorded on the task instance too: no secret of the try goes with it.
-    ctx.outcome = Outcome("failed", ctx.log.mask(request.error), request.retryable)
+    error = ctx.log.mask(request.error)
+    ctx.outcome = Outcome("failed", error, request.retryable, request.retry_delay_seconds)
     return p.OKResponse()
 
 
@@ -165,24 +121,9 @@ HANDLERS: dict[type[p._Message], Handler] = {
 
 def handle(ctx: TryContext, request: p._Message) -> p._Message | None:
     """Run the handler of ``request``; None when its reply comes later (it waits on the helper)."""
-    return answer(ctx, request, lambda: HANDLERS[type(request)](ctx, request))
-
-
-def answer(
-    ctx: TryContext, request: p._Message, produce: Callable[[], p._Message | None]
-) -> p._Message | None:
-    """The reply ``produce`` makes; any failure becomes one ``ErrorResponse`` line."""
-    try:
-        reply = produce()
-    except TryFenced as error:
-        ctx.lost = True
-        reply = p.ErrorResponse(error=str(error))
-    except XComBackendError as error:
-        # Already "<Type>: <message>" when the helper's backend raised it.
-        reply = p.ErrorResponse(error=str(error))
-    except (SQLAlchemyError, ValueError, TypeError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        reply = p.ErrorResponse(error=f"{type(error).__name__}: {first_line}")
-    if reply is not None:
-        reply.id = request.id
-    return reply
+    # A request waits out an outage of the store (state/outage.py), as the heartbeat does.
+    what = f"{type(request).__name__} of task instance {ctx.fence.ti_id}"
+    retry = Retry(what, probe=store_probe(ctx.url))
+    return answer(
+        ctx, request, lambda: ride_out(lambda: HANDLERS[type(request)](ctx, request), retry)
+    )

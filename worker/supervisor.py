@@ -22,12 +22,15 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from state.db import session_scope
 from state.enums import TaskInstanceState
+from state.outage import BeatSchedule, OutageLog, budget_seconds, is_store_outage, one_line
 from state.transitions import TryFenced, assert_fence
 from worker import protocol as p
 from worker.claim import Claim, Final, final_for_failure
 from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, reap_later
-from worker.requests import TryContext, handle
+from worker.requests import handle
+from worker.try_context import TryContext
+from worker.warm import keep_or_release
 
 log = logging.getLogger(__name__)
 TI = TaskInstanceState
@@ -63,6 +66,8 @@ class SupervisorLoop:
         now = time.monotonic()
         timeout = now + self.execution_timeout_seconds if self.execution_timeout_seconds else None
         self.deadlines = Deadlines(heartbeat=now + self.heartbeat_seconds, timeout=timeout)
+        beats = OutageLog(f"heartbeats of task instance {self.ctx.fence.ti_id}", log)
+        self._beats = BeatSchedule(self.heartbeat_seconds, beats, last_success=now)
         self.frames = p.FrameBuffer()
         with selectors.DefaultSelector() as selector, closing(self.ctx.background):
             self._register(selector)
@@ -72,6 +77,8 @@ class SupervisorLoop:
                     wait = min(wait, 0.05)  # exited: only drain what is left, then stop
                 for key, _ in selector.select(wait):
                     key.data(selector, key.fileobj)
+                for reply in self.ctx.take_replies():  # those the events above made ready
+                    self._send(reply)
                 self._on_deadlines()
                 if self.process.poll() is not None and self._drain_expired():
                     break
@@ -99,10 +106,10 @@ class SupervisorLoop:
             # Wakes the loop the moment the task exits: its pipes close a little before it can
             # be reaped, and polling for that costs a noop task most of its run time.
             selector.register(self._pidfd, selectors.EVENT_READ, self._on_exit)
-        self.ctx.send = self._send
         self.ctx.background.register(selector)
         if self.ctx.xcoms.helper is not None:
-            self.ctx.xcoms.helper.register(selector)
+            # Its look-ups and secrets are answered as the task's are.
+            self.ctx.xcoms.helper.register(selector, lambda message: handle(self.ctx, message))
 
     def _said_and_closed(self) -> bool:
         """The task said how it ended, then closed every channel: nothing more can come of it.
@@ -111,6 +118,16 @@ class SupervisorLoop:
         costs a noop try ~4 ms; it is reaped later (``reap_later``).
         """
         return not self._open and self.ctx.outcome is not None and not self.timed_out
+
+    def ended_cleanly(self) -> bool:
+        """Said and closed, never stopped: its task process may run another try (worker/warm.py)."""
+        deadlines: Deadlines | None = getattr(self, "deadlines", None)  # None: run() never began
+        return (
+            deadlines is not None
+            and deadlines.stopping_reason is None
+            and self._said_and_closed()
+            and self.process.exit_code is None
+        )
 
     def _on_exit(self, selector: selectors.BaseSelector, fileobj: object) -> None:
         selector.unregister(fileobj)  # type: ignore[arg-type]
@@ -170,7 +187,7 @@ class SupervisorLoop:
             )
         else:
             reply = handle(self.ctx, request)
-        if reply is not None:  # None: the handler replies later, through ctx.send
+        if reply is not None:  # None: the handler replies later, through ctx.reply_later
             self._send(reply)
 
     def _send(self, reply: p._Message) -> None:
@@ -193,8 +210,7 @@ class SupervisorLoop:
     def _on_deadlines(self) -> None:
         now = time.monotonic()
         if now >= self.deadlines.heartbeat:
-            self._heartbeat()
-            self.deadlines.heartbeat = now + self.heartbeat_seconds
+            self._heartbeat(now)
         if self.deadlines.timeout is not None and now >= self.deadlines.timeout:
             self.deadlines.timeout = None
             self.timed_out = True
@@ -221,15 +237,17 @@ class SupervisorLoop:
             if helper is not None:
                 helper.on_time(now)
             if now >= self.deadlines.heartbeat and not self.ctx.lost:
-                self._beat()
-                self.deadlines.heartbeat = now + self.heartbeat_seconds
+                self._beat(now)
 
-    def _heartbeat(self) -> None:
+    def _heartbeat(self, now: float) -> None:
         if self.ctx.lost or self.process.poll() is not None:
+            self.deadlines.heartbeat = now + self.heartbeat_seconds
             return
-        self._beat()
+        self._beat(now)
 
-    def _beat(self) -> None:
+    def _beat(self, now: float) -> None:
+        """One fenced heartbeat; it sets when the next one is due."""
+        self.deadlines.heartbeat = now + self.heartbeat_seconds
         try:
             with session_scope(self.ctx.url) as session:
                 assert_fence(session, self.ctx.fence)
@@ -237,8 +255,26 @@ class SupervisorLoop:
             self.ctx.lost = True
             self._stop("the try no longer holds its task instance (cleared, failed or a zombie)")
         except SQLAlchemyError as error:
-            # A missed heartbeat is survivable; the zombie threshold is several intervals long.
-            log.warning("heartbeat of task instance %s failed: %s", self.ctx.fence.ti_id, error)
+            if is_store_outage(error):
+                self._beat_failed(error)
+            else:  # survivable: the zombie threshold is several intervals long
+                log.warning("heartbeat of task instance %s failed: %s", self.ctx.fence.ti_id, error)
+        else:
+            self.deadlines.heartbeat = self._beats.succeeded(time.monotonic())
+
+    def _beat_failed(self, error: SQLAlchemyError) -> None:
+        """The store is away: beat again soon, until the try is past saving (state/outage.py)."""
+        due = self._beats.failed(error, time.monotonic())
+        if due is not None:
+            self.deadlines.heartbeat = due
+            return
+        reason = (
+            f"no heartbeat recorded for over {budget_seconds():g}s ({one_line(error)}): "
+            "the zombie rule takes the try"
+        )
+        log.error("task instance %s: %s", self.ctx.fence.ti_id, reason)
+        self.ctx.lost = True
+        self._stop(reason)
 
     def _stop(self, reason: str) -> None:
         if self.deadlines.stopping_reason is not None:
@@ -250,6 +286,8 @@ class SupervisorLoop:
             # is set before its first request; SIGUSR2 is handled before SIGTERM).
             with suppress(ProcessLookupError):
                 os.kill(self.process.pid, signal.SIGUSR2)
+        if self.process.warm is not None:
+            self.process.warm.close()  # a stopped try ends its process: it must not wait idle
         self.ctx.log.line("supervisor", f"{reason}: sending SIGTERM to the task's process group")
         self.process.signal_group(signal.SIGTERM)
         self.deadlines.kill = time.monotonic() + self.kill_grace_seconds
@@ -277,7 +315,8 @@ def decide_final(loop: SupervisorLoop, claim: Claim) -> Final | None:
     if outcome is not None and outcome.state == "skipped":
         return Final(TI.SKIPPED, outcome.error)
     if outcome is not None and outcome.state == "failed":
-        return final_for_failure(claim, outcome.error or "failed", outcome.retryable)
+        error, delay = outcome.error or "failed", outcome.retry_delay_seconds
+        return final_for_failure(claim, error, outcome.retryable, delay)
     reason = loop.deadlines.stopping_reason or _describe_exit(code)
     return final_for_failure(claim, f"task process ended without an outcome: {reason}", True)
 
@@ -296,7 +335,7 @@ def supervise_process(
         ctx,
         heartbeat_seconds=settings.heartbeat_seconds,
         kill_grace_seconds=settings.kill_grace_seconds,
-        execution_timeout_seconds=claim.task_spec.get("execution_timeout_seconds"),
+        execution_timeout_seconds=claim.task_spec.execution_timeout_seconds,
     )
     try:
         loop.run()
@@ -305,7 +344,8 @@ def supervise_process(
         raise
     finally:
         close_process_handles(process)
-        reap_later(process)
+        if not keep_or_release(process.warm, ctx.log, loop.ended_cleanly()):
+            reap_later(process)
     return decide_final(loop, claim)
 
 

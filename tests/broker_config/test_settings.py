@@ -27,7 +27,8 @@ RELIABILITY = {
     "task_acks_late": True,
     "task_reject_on_worker_lost": True,
     "worker_prefetch_multiplier": 1,
-    "worker_cancel_long_running_tasks_on_connection_loss": True,
+    # False: a broker outage must not cancel the tries running (DESIGN.md §7 "Outages").
+    "worker_cancel_long_running_tasks_on_connection_loss": False,
     "task_serializer": "json",
     "accept_content": ["json"],
     "result_serializer": "json",

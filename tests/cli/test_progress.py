@@ -143,7 +143,8 @@ def test_reading_the_items_costs_the_same_queries_for_10_or_1000(
         assert items == [ItemsProgress(done=count - 1, failed=1, skipped=0, total=count)]
 
     assert shows[10] == shows[1000]
-    assert polls[10] == polls[1000] == 5  # run, task instances, DAG structure, items (2)
+    # The run and its version, the counts by state, the iterable ones, their items (2).
+    assert polls[10] == polls[1000] == 5
 
 
 def render(view: RunProgress) -> str:

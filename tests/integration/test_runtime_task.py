@@ -77,7 +77,7 @@ def test_with_object_storage_the_node_tasks_xcoms_go_through_the_helper(
     )
     assert json.loads(report["Body"].read()) == EXPECTED
     log = embedded_fleet.home / "logs" / "runtime_pipeline" / "r1" / "word_stats" / "-1" / "1.log"
-    assert "started the XCom backend helper process" in log.read_text()
+    assert "started the backend helper process for XComs and state objects" in log.read_text()
     # The Connection's secret reached the helper and the Python tasks, never a log line.
     for path in (embedded_fleet.home / "logs").rglob("*.log"):
         assert "testing" not in path.read_text(), path

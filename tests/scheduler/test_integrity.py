@@ -14,7 +14,8 @@ from state.db import session_factory
 from state.enums import DagRunState, TaskInstanceState
 from state.models import DagModel, DagRun, TaskInstance
 from state.runs import verify_integrity
-from state.scheduling import lock_run, schedule_run_by_pk
+from state.scheduling import schedule_run_by_pk, try_schedule_run
+from state.structure import structure_of
 from tests.scheduler.conftest import create_schema, new_run, store_dag, tis_of, wide
 
 TI = TaskInstanceState
@@ -83,7 +84,9 @@ def test_two_schedulers_verifying_one_run_at_once_keep_one_row_per_task(pg: str)
         try:
             with factory.begin() as session:
                 run = session.scalars(select(DagRun)).one()
-                verify_integrity(session, run, second)  # waits on b, inserted by the first
+                verify_integrity(
+                    session, run, structure_of(second), second.version_hash
+                )  # waits on b, inserted by the first
                 # The transaction survived the conflict: it still reads and writes.
                 session.execute(update(DagRun).values(conf={"verified": True}))
         except BaseException as error:  # handed to the test thread, which fails on it
@@ -91,7 +94,7 @@ def test_two_schedulers_verifying_one_run_at_once_keep_one_row_per_task(pg: str)
 
     with factory.begin() as session:
         run = session.scalars(select(DagRun)).one()
-        verify_integrity(session, run, first)
+        verify_integrity(session, run, structure_of(first), first.version_hash)
         session.flush()
         thread = threading.Thread(target=second_scheduler)
         thread.start()
@@ -116,9 +119,9 @@ def test_a_run_locked_by_one_scheduler_is_skipped_by_another(pg: str) -> None:
     factory = session_factory(pg)
     with factory.begin() as holder, factory.begin() as other:
         run_pk = holder.scalars(select(DagRun.id)).one()
-        assert lock_run(holder, run_pk) is not None
+        holder.get_one(DagRun, run_pk, with_for_update=True)  # held, as by another scheduler
         started = time.monotonic()
-        assert lock_run(other, run_pk) is None
+        assert try_schedule_run(other, run_pk) is None
         assert schedule_run_by_pk(other, run_pk) == []
         assert time.monotonic() - started < 5.0  # skipped, not waited for (waiting would hang)
     with factory() as session:

@@ -27,12 +27,13 @@ from broker_config import message_of
 from scheduler import loop
 from scheduler.loop import Scheduler
 from state.db import session_scope
+from state.end import record_end
 from state.enums import TaskInstanceState
 from state.liveness import give_up_try
 from state.models import DagRun, TaskInstance, XCom, utcnow
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
-from worker.claim import Claim, Final, claim_try, record_final
+from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,7 +197,7 @@ def test_a_try_that_ends_starts_the_delivery_count_over(
         with session_scope(home.url) as session:
             claim = claim_try(session, message_of(enqueue), 1)
             assert isinstance(claim, Claim)
-            assert record_final(session, claim, Final(TI.UP_FOR_RETRY, "boom"))
+            assert record_end(session, claim.end(Final(TI.UP_FOR_RETRY, "boom")))
         enqueue = _requeue(home)
     assert _only_ti(home).deliveries == 0
 

@@ -21,13 +21,14 @@ from broker_config import message_of
 from scheduler import loop
 from scheduler.loop import Scheduler
 from state.db import session_scope
+from state.end import record_end
 from state.enums import DagRunState, TaskInstanceState
 from state.models import DagImportError, DagModel, TaskInstance, utcnow
 from state.scheduling import Enqueue
 from state.transitions import Fence, TryFenced
 from state.values import TIKey, write_xcom
 from tests.state.harness import Home, tradewind_home
-from worker.claim import Claim, Final, claim_try, record_final
+from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 
@@ -207,7 +208,7 @@ def assert_fenced_out(home: Home, old: Claim) -> None:
     with pytest.raises(TryFenced), session_scope(home.url) as session:
         write_xcom(session, old.fence, old.ti, "return_value", "1")
     with session_scope(home.url) as session:
-        assert record_final(session, old, Final(TI.SUCCESS)) is False
+        assert record_end(session, old.end(Final(TI.SUCCESS))) is False
 
 
 def test_a_zombie_on_its_last_try_fails(

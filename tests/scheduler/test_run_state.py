@@ -13,7 +13,8 @@ from state.liveness import find_stalled_queued, find_zombies
 from state.models import DagRun, TaskInstance, utcnow
 from state.readiness import TIRow, evaluate, run_outcome
 from state.runs import get_dag_model
-from state.scheduling import lock_run, schedule_run, schedule_run_by_pk
+from state.scheduling import CachedDag, schedule_run, schedule_run_by_pk
+from state.structure import structure_of
 from tests.scheduler.conftest import (
     StatementLog,
     new_run,
@@ -44,7 +45,7 @@ def run_state(session: Session, run: DagRun) -> str:
 
 def one_pass(session: Session, run: DagRun) -> list[str]:
     model = get_dag_model(session, run.dag_id)
-    queued = schedule_run(session, lock_run(session, run.id) or run, model)
+    queued = schedule_run(session, run, CachedDag.of(model))
     session.flush()
     return [q.task_id for q in queued]
 
@@ -121,7 +122,7 @@ def test_getters_never_write(session: Session, count_statements: StatementLog) -
     find_stalled_queued(session, old)
     model = get_dag_model(session, "d")
     rows = [TIRow(ti.id, ti.task_id, ti.state) for ti in tis_of(session, run).values()]
-    evaluate(model.structure, rows)
+    evaluate(structure_of(model), rows)
     run_outcome([row.state for row in rows])
     session.rollback()
     assert count_statements.statements, "the readers ran no SQL at all"

@@ -20,6 +20,7 @@ from sqlalchemy import event, select
 
 from scheduler.dag_sync import SyncResult, sync_dags
 from state.db import get_engine, session_scope
+from state.end import Recorded, end_try
 from state.enums import DagRunState, TaskInstanceState
 from state.migrate import upgrade
 from state.models import DagModel, DagRun, TaskInstance, XCom
@@ -27,6 +28,7 @@ from state.runs import create_run
 from state.scheduling import Enqueue, schedule_run_by_pk
 from state.transitions import transition_tis
 from tradewind.settings import Settings, reload_settings
+from worker.claim import Claim, Final
 
 TI = TaskInstanceState
 
@@ -140,6 +142,11 @@ class StatementCounter:
 
     def close(self) -> None:
         event.remove(self.engine, "before_cursor_execute", self._count)
+
+
+def end_claimed(url: str, claim: Claim, final: Final) -> Recorded:
+    """End a claimed try as its supervisor does (``state.end.end_try``)."""
+    return end_try(url, claim.end(final))
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """A chain's hop on PostgreSQL: the try's end and its lone successor's queuing in one statement.
 
 Tries are claimed and ended with the supervisor's own functions (``worker.claim``,
-``worker.execute._end_try``) on a real PostgreSQL; statements are counted on the engine.
+``state.end.end_try``) on a real PostgreSQL; statements are counted on the engine.
 """
 
 from __future__ import annotations
@@ -15,11 +15,16 @@ from broker_config import message_of
 from state.db import session_scope, statement_scope
 from state.enums import TaskInstanceState
 from state.pools import set_pool
-from state.scheduling import dag_structure
+from state.scheduling import dag_version
 from state.transitions import transition_tis
-from tests.state.harness import HAND_OVER_DAGS, Home, counting_statements, tradewind_home
+from tests.state.harness import (
+    HAND_OVER_DAGS,
+    Home,
+    counting_statements,
+    end_claimed,
+    tradewind_home,
+)
 from worker.claim import Claim, Final, claim_try
-from worker.execute import _end_try
 
 TI = TaskInstanceState
 PG_DATABASE_PREFIX = "tw_hand_over_"
@@ -42,14 +47,14 @@ def claim_first(home: Home, dag_id: str) -> tuple[int, Claim]:
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(queued))
         assert isinstance(claim, Claim) and claim.version_hash is not None
-        dag_structure(session, dag_id, claim.version_hash)  # as an earlier try's pass would
+        dag_version(session, dag_id, claim.version_hash)  # as an earlier try's pass would
     return run_pk, claim
 
 
 def test_a_chain_hop_is_one_statement(home: Home) -> None:
     run_pk, claim = claim_first(home, "chain")
     with counting_statements(home.url) as counter:
-        recorded, ready = _end_try(home.url, claim, Final(TI.SUCCESS))
+        recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS))
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     assert len(counter.statements) == 1
     assert home.states(run_pk) == {"a": TI.SUCCESS, "b": TI.QUEUED, "c": TI.NONE}
@@ -63,7 +68,7 @@ def test_a_try_that_lost_its_task_instance_records_and_queues_nothing(home: Home
     with session_scope(home.url) as session:  # a zombie sweep got there first
         assert transition_tis(session, [claim.fence.ti_id], [TI.RUNNING], TI.FAILED) == 1
 
-    assert _end_try(home.url, claim, Final(TI.SUCCESS)) == (False, [])
+    assert end_claimed(home.url, claim, Final(TI.SUCCESS)) == (False, [])
 
     assert home.states(run_pk) == {"a": TI.FAILED, "b": TI.NONE, "c": TI.NONE}
 
@@ -72,7 +77,7 @@ def test_a_try_waiting_for_a_slot_sends_the_hop_to_the_full_pass(home: Home) -> 
     run_pk, claim = claim_first(home, "solo_side")
     assert home.states(run_pk)["c"] == TI.SCHEDULED  # waits for the pool's one slot
 
-    recorded, ready = _end_try(home.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS))
 
     assert recorded and len(ready) == 1
     states = home.states(run_pk)

@@ -3,7 +3,7 @@
 Without it, a run with more task instances than its pool has slots went on at one pool's worth
 per scheduler loop (128 task instances a second with the default pool, however fast the
 workers). Tries are claimed and ended with the supervisor's own functions (``worker.claim``,
-``worker.execute._end_try``), on SQLite and on a real PostgreSQL, where it is one statement.
+``state.end.end_try``), on SQLite and on a real PostgreSQL, where it is one statement.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from state.models import XCom
 from state.pools import set_pool
 from state.scheduling import Enqueue
 from state.transitions import transition_tis
-from tests.state.harness import Home, counting_statements, tradewind_home
+from tests.state.harness import Home, counting_statements, end_claimed, tradewind_home
 from worker.claim import Claim, Final, claim_try
-from worker.execute import _end_try
 
 TI = TaskInstanceState
 PG_DATABASE_PREFIX = "tw_pass_slot_"
@@ -72,7 +71,7 @@ def test_the_first_try_waiting_in_the_pool_takes_the_slot(fan: Home) -> None:
     run_pk, claim = claim_first(fan)
     assert fan.states(run_pk)["b"] == fan.states(run_pk)["c"] == TI.SCHEDULED
     with counting_statements(fan.url) as counter:
-        recorded, ready = _end_try(fan.url, claim, Final(TI.SUCCESS))
+        recorded, ready = end_claimed(fan.url, claim, Final(TI.SUCCESS))
 
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     states = fan.states(run_pk)
@@ -86,7 +85,7 @@ def test_the_first_try_waiting_in_the_pool_takes_the_slot(fan: Home) -> None:
 def test_a_failed_try_hands_its_slot_over_too(fan: Home) -> None:
     run_pk, claim = claim_first(fan)
 
-    recorded, ready = _end_try(fan.url, claim, Final(TI.UP_FOR_RETRY, "boom"))
+    recorded, ready = end_claimed(fan.url, claim, Final(TI.UP_FOR_RETRY, "boom"))
 
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     a = fan.ti(run_pk, "a")
@@ -99,7 +98,7 @@ def test_a_pool_lowered_below_what_runs_gets_the_slot_back(fan: Home) -> None:
     with session_scope(fan.url) as session:
         set_pool(session, "solo", 0)
 
-    recorded, ready = _end_try(fan.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(fan.url, claim, Final(TI.SUCCESS))
 
     assert recorded and ready == []
     states = fan.states(run_pk)
@@ -111,7 +110,7 @@ def test_a_dag_that_changed_hands_nothing_over(fan: Home) -> None:
     fan.write_dag(FAN_DAG.replace('with DAG("fan")', 'with DAG("fan", max_active_tasks=1)'))
     assert fan.sync().import_errors == {}  # a new version: its limits are the scheduler's to apply
 
-    recorded, ready = _end_try(fan.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(fan.url, claim, Final(TI.SUCCESS))
 
     assert recorded and ready == []
     assert fan.states(run_pk)["b"] == TI.SCHEDULED
@@ -122,7 +121,7 @@ def test_a_try_that_lost_its_task_instance_hands_nothing_over(fan: Home) -> None
     with session_scope(fan.url) as session:  # a zombie sweep got there first
         assert transition_tis(session, [claim.fence.ti_id], [TI.RUNNING], TI.FAILED) == 1
 
-    assert _end_try(fan.url, claim, Final(TI.SUCCESS)) == (False, [])
+    assert end_claimed(fan.url, claim, Final(TI.SUCCESS)) == (False, [])
 
     states = fan.states(run_pk)
     assert (states["a"], states["b"], states["c"]) == (TI.FAILED, TI.SCHEDULED, TI.SCHEDULED)
@@ -135,7 +134,7 @@ def test_a_paused_dag_hands_nothing_over(fan: Home) -> None:
         fan_model.is_paused = True
         session.merge(fan_model)
 
-    recorded, ready = _end_try(fan.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(fan.url, claim, Final(TI.SUCCESS))
 
     assert recorded and ready == []
     assert fan.states(run_pk)["b"] == TI.SCHEDULED
@@ -181,7 +180,7 @@ def run_try(home: Home, enqueue: Enqueue, final: Final) -> list[Enqueue]:
         with session_scope(home.url) as session:
             ids = {"dag_id": "mapped", "run_id": enqueue.run_id, "task_id": "items"}
             session.add(XCom(**ids, map_index=-1, key="return_value", value="[1, 2, 3]"))
-    recorded, ready = _end_try(home.url, claim, final)
+    recorded, ready = end_claimed(home.url, claim, final)
     assert recorded
     return ready
 
@@ -239,7 +238,7 @@ def test_ends_at_once_never_queue_a_try_twice_nor_pass_the_pool(
         def end(claim: Claim | str) -> list[Enqueue]:
             assert isinstance(claim, Claim)
             start.wait()
-            recorded, ready = _end_try(home.url, claim, Final(TI.SUCCESS))
+            recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS))
             assert recorded
             return ready
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pytest
 from hypothesis import given
@@ -11,6 +10,7 @@ from hypothesis import strategies as st
 
 from state.enums import FINISHED, TaskInstanceState
 from state.readiness import Decisions, TIRow, decide, evaluate, run_outcome
+from state.structure import DagStructure, parse_structure
 from tradewind.trigger_rules import TriggerRule
 
 TI = TaskInstanceState
@@ -138,13 +138,16 @@ def test_waiting_rules_never_decide_before_every_upstream_finished(
 # --- evaluate: one read of a run's rows --------------------------------------------------
 
 
-def structure(**tasks: tuple[list[str], str]) -> dict[str, Any]:
-    return {
-        "tasks": {
-            task_id: {"upstream": upstream, "trigger_rule": rule}
-            for task_id, (upstream, rule) in tasks.items()
+def structure(**tasks: tuple[list[str], str]) -> DagStructure:
+    return parse_structure(
+        {
+            "dag_id": "d",
+            "tasks": {
+                task_id: {"upstream": upstream, "trigger_rule": rule}
+                for task_id, (upstream, rule) in tasks.items()
+            },
         }
-    }
+    )
 
 
 def rows(**states: TaskInstanceState) -> list[TIRow]:
@@ -238,12 +241,12 @@ def test_run_outcome_is_decided_only_when_every_counted_task_instance_finished(
     assert run_outcome([*states, TI.REMOVED]) == outcome
 
 
-def _chain_structure(length: int, rule: str = "all_success") -> dict[str, object]:
+def _chain_structure(length: int, rule: str = "all_success") -> DagStructure:
     tasks = {
         f"t{i}": {"upstream": [f"t{i - 1}"] if i else [], "trigger_rule": rule}
         for i in range(length)
     }
-    return {"tasks": tasks}
+    return parse_structure({"dag_id": "chain", "tasks": tasks})
 
 
 def test_a_failure_reaches_the_end_of_a_chain_in_one_pass() -> None:

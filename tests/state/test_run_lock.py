@@ -1,4 +1,5 @@
-"""Locking a run: the scheduler skips a run another process holds; a supervisor waits for it."""
+"""Locking a run: the scheduler's pass skips a run another process holds; a supervisor's pass
+after its try's end waits for it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from state.db import session_scope
 from state.migrate import upgrade
 from state.models import DagModel, DagRun
-from state.scheduling import lock_run
+from state.scheduling import Enqueue, pass_after_end, try_schedule_run
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +18,11 @@ pytestmark = pytest.mark.integration
 def _a_run(url: str) -> int:
     upgrade(url)
     with session_scope(url) as session:
-        session.add(DagModel(dag_id="d", fileloc="f.py", structure={"tasks": {}}, version_hash="h"))
+        session.add(
+            DagModel(
+                dag_id="d", fileloc="f.py", structure={"dag_id": "d", "tasks": {}}, version_hash="h"
+            )
+        )
         run = DagRun(dag_id="d", run_id="r", state="running")
         session.add(run)
         session.flush()
@@ -26,19 +31,19 @@ def _a_run(url: str) -> int:
 
 def test_skip_locked_while_held_and_wait_until_released(pg_url: str) -> None:
     run_pk = _a_run(pg_url)
-    got: list[DagRun | None] = []
+    got: list[list[Enqueue]] = []
     with session_scope(pg_url) as holder:
-        assert lock_run(holder, run_pk) is not None
+        assert try_schedule_run(holder, run_pk) is not None  # a pass ran: it holds the run
         with session_scope(pg_url) as other:
-            assert lock_run(other, run_pk) is None  # the scheduler moves on
+            assert try_schedule_run(other, run_pk) is None  # the scheduler moves on
 
         def wait() -> None:
             with session_scope(pg_url) as waiter:
-                got.append(lock_run(waiter, run_pk, wait=True))
+                got.append(pass_after_end(waiter, run_pk))
 
         waiter = threading.Thread(target=wait)
         waiter.start()
         waiter.join(0.5)
         assert waiter.is_alive() and not got  # still waiting while the holder has it
     waiter.join(10)
-    assert got and got[0] is not None and got[0].id == run_pk
+    assert got == [[]]  # it ran once the holder let go (the run has no task to queue)

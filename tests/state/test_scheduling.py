@@ -15,9 +15,10 @@ from sqlalchemy.orm import Session
 from state import runs
 from state.db import session_scope
 from state.enums import DagRunState, TaskInstanceState
-from state.models import DagModel, TaskInstance, TaskStateValue, XCom, utcnow
+from state.models import DagModel, DagRun, TaskInstance, TaskStateValue, XCom, utcnow
 from state.runs import clear_task_instances, verify_integrity
-from state.scheduling import Enqueue, lock_run, schedule_run
+from state.scheduling import CachedDag, Enqueue, schedule_run
+from state.structure import structure_of
 from state.transitions import transition_tis
 from tests.state.harness import Home
 
@@ -53,9 +54,8 @@ def queued_tasks(enqueues: list[Enqueue]) -> list[str]:
 
 def schedule_at(home: Home, run_pk: int, now: dt.datetime) -> list[Enqueue]:
     with session_scope(home.url) as session:
-        run = lock_run(session, run_pk)
-        assert run is not None
-        return schedule_run(session, run, session.get_one(DagModel, run.dag_id), now)
+        run = session.get_one(DagRun, run_pk, with_for_update=True)
+        return schedule_run(session, run, CachedDag.of(session.get_one(DagModel, run.dag_id)), now)
 
 
 def test_a_chain_is_scheduled_one_step_at_a_time(home: Home) -> None:
@@ -219,9 +219,9 @@ def test_verify_integrity_adds_removes_and_restores_task_instances(home: Home) -
 
     rewrite(home, "a c")
     with session_scope(home.url) as session:
-        run = lock_run(session, run_pk)
-        assert run is not None
-        verify_integrity(session, run, session.get_one(DagModel, "changing"))
+        run = session.get_one(DagRun, run_pk, with_for_update=True)
+        model = session.get_one(DagModel, "changing")
+        verify_integrity(session, run, structure_of(model), model.version_hash)
     states = home.states(run_pk)
     assert states == {"a": TI.SUCCESS, "b": TI.REMOVED, "c": TI.NONE}
     assert home.run(run_pk).version_hash == home.dag_model("changing").version_hash

@@ -25,6 +25,7 @@ from state.liveness import give_up_try
 from state.migrate import upgrade
 from state.models import DagRun, TaskInstance, TaskStateValue, XCom, utcnow
 from state.runs import clear_task_instances
+from state.structure import structure_of
 from state.transitions import (
     Fence,
     IllegalTransition,
@@ -302,7 +303,7 @@ def test_assert_fence_raises_try_fenced_after_a_clear(home: Home) -> None:
 def test_a_late_write_of_a_try_given_up_as_a_zombie_is_refused(home: Home) -> None:
     run_pk, fence = running_try(home)
     now = utcnow()
-    tasks = home.dag_model("fenced").structure["tasks"]
+    tasks = structure_of(home.dag_model("fenced")).tasks
     with session_scope(home.url) as session:
         ti = session.get_one(TaskInstance, fence.ti_id)
         assert give_up_try(session, ti, "zombie", now, tasks) == TI.UP_FOR_RETRY

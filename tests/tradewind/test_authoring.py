@@ -368,18 +368,25 @@ def test_structure_contents() -> None:
     assert structure["dag_id"] == "shaped"
     assert list(structure["tasks"]) == ["extract", "transform", "cleanup"]
     assert structure["tasks"]["transform"]["downstream"] == ["cleanup"]
-    assert structure["tasks"]["cleanup"] == {
-        "upstream": ["transform"],
-        "downstream": [],
-        "trigger_rule": "all_done",
-        "retries": 3,
-        "retry_delay_seconds": 10.0,
-        "execution_timeout_seconds": 300.0,
-        "queue": "heavy",
-        "pool": "db",
-        "runtime": False,
-        "mapping": None,
-    }
+    cleanup_spec = structure["tasks"]["cleanup"]
+    assert (
+        cleanup_spec.items()
+        >= {
+            "upstream": ["transform"],
+            "downstream": [],
+            "trigger_rule": "all_done",
+            "retries": 3,
+            "retry_delay_seconds": 10.0,
+            "execution_timeout_seconds": 300.0,
+            "queue": "heavy",
+            "pool": "db",
+            "runtime": False,
+            "mapping": None,
+            "group": None,
+            "label": "cleanup",
+            "owner": "airflow",
+        }.items()
+    )
     default = structure["tasks"]["extract"]
     assert default["upstream"] == []
     assert default["trigger_rule"] == "all_success"

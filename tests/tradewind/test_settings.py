@@ -115,6 +115,8 @@ def test_get_settings_reads_once(env: pytest.MonkeyPatch) -> None:
         ("TRADEWIND_BROKER_URL", "localhost:6379"),
         ("TRADEWIND_OBJECT_STORAGE_URL", "bucket/prefix"),
         ("TRADEWIND_STATE_STORE_BACKEND", "s3"),
+        ("TRADEWIND_TASK_PROCESS_REUSE", "0"),
+        ("TRADEWIND_TASK_PROCESS_REUSE", "many"),
     ],
 )
 def test_a_bad_value_fails_with_one_line_naming_the_variable(
@@ -135,6 +137,17 @@ def test_a_bad_number_says_what_is_accepted(env: pytest.MonkeyPatch) -> None:
     env.setenv("TRADEWIND_HEARTBEAT_SECONDS", "-1")
 
     with pytest.raises(SettingsError, match="greater than 0"):
+        reload_settings()
+
+
+def test_task_process_reuse_is_one_fresh_process_per_try_unless_set(
+    env: pytest.MonkeyPatch,
+) -> None:
+    assert reload_settings().task_process_reuse == 1
+    env.setenv("TRADEWIND_TASK_PROCESS_REUSE", "1000")
+    assert reload_settings().task_process_reuse == 1000
+    env.setenv("TRADEWIND_TASK_PROCESS_REUSE", "0")
+    with pytest.raises(SettingsError, match="greater than or equal to 1"):
         reload_settings()
 
 

@@ -32,6 +32,7 @@ from tests.worker.test_supervisor import (
 from worker import fork_server, requests
 from worker import protocol as p
 from worker.fork_server import ForkServer
+from worker.try_context import TryContext
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,7 +104,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
 
 
 def server() -> ForkServer:
-    current = fork_server.current_fork_server()
+    current = fork_server._server  # this process's, once use_fork_server() ran
     assert current is not None
     return current
 
@@ -200,7 +201,7 @@ from worker.dags import find_task
 fork_server.use_fork_server()
 dag, task = find_task(sys.argv[1], "timeout", "slow")
 process = fork_server.start_python_task(sys.argv[1], dag, task)
-print(fork_server.current_fork_server().pid, process.pid, flush=True)
+print(fork_server._server.pid, process.pid, flush=True)
 time.sleep(60)
 """
 
@@ -252,7 +253,7 @@ def test_a_first_try_gets_its_details_with_its_start_and_asks_nothing(
     asked: list[p.GetTaskDetails] = []
     answer = requests.HANDLERS[p.GetTaskDetails]
 
-    def count(ctx: requests.TryContext, request: p.GetTaskDetails) -> p._Message | None:
+    def count(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
         asked.append(request)
         return answer(ctx, request)
 

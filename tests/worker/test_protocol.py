@@ -32,7 +32,7 @@ def union_members(union: object) -> set[type]:
 
 REQUESTS = union_members(p.ToSupervisor)
 REPLIES = union_members(p.ToTask)
-# The XCom backend helper's channel: its own asks and answers, and the calls sent to it.
+# The backend helper's channel: its own asks and answers, and the calls sent to it.
 FROM_HELPER = union_members(p.FromHelper)
 TO_HELPER = union_members(p.ToHelper)
 # The fork server's channels: spares and exit reports to the pool process, which says which spare
@@ -40,6 +40,8 @@ TO_HELPER = union_members(p.ToHelper)
 FROM_FORK_SERVER = union_members(p.FromForkServer)
 TO_FORK_SERVER = {p.SpareTaken}
 TO_SPARE = {p.StartTaskProcess}
+# A warm task process says, on the spare's channel, whether it waits for another try.
+FROM_WARM = union_members(p.FromWarmTaskProcess)
 
 
 @pytest.mark.parametrize("cls", message_classes(), ids=lambda cls: cls.__name__)
@@ -51,8 +53,16 @@ def test_every_message_travels_in_exactly_one_direction() -> None:
     assert REQUESTS.isdisjoint(REPLIES)
     assert FROM_HELPER.isdisjoint(TO_HELPER)
     assert set(message_classes()) == (
-        REQUESTS | REPLIES | FROM_HELPER | TO_HELPER | FROM_FORK_SERVER | TO_FORK_SERVER | TO_SPARE
+        REQUESTS
+        | REPLIES
+        | FROM_HELPER
+        | TO_HELPER
+        | FROM_FORK_SERVER
+        | TO_FORK_SERVER
+        | TO_SPARE
+        | FROM_WARM
     )
+    assert {p.TaskProcessIdle, p.TaskProcessExiting} == FROM_WARM
     assert {p.SpareReady, p.TaskProcessExited, p.ErrorResponse} == FROM_FORK_SERVER
     # The helper's look-ups are the task's requests; only its call traffic is its own.
     helper_asks, helper_gets = FROM_HELPER - REQUESTS, TO_HELPER - REPLIES
@@ -157,14 +167,14 @@ def test_a_pre_encoded_request_frames_as_encode_does(message: p._Message, reques
     assert message.id == 0  # the model it was made from is left as it was
 
 
-def test_encode_json_frames_a_plain_payload_for_runtime_tasks(
+def test_a_frame_written_by_hand_is_read_as_its_message(
     pair: tuple[socket.socket, socket.socket],
 ) -> None:
+    # As a runtime task in another language writes it: a big-endian length, then JSON.
     task_end, supervisor_end = pair
-    task_end.sendall(p.encode_json({"type": "SucceedTask", "id": 3}))
+    body = b'{"type": "SucceedTask", "id": 3}'
+    task_end.sendall(struct.pack(">I", len(body)) + body)
     assert p.TO_SUPERVISOR.validate_json(p.read_frame(supervisor_end)) == p.SucceedTask(id=3)
-    with pytest.raises(ValueError, match="JSON compliant"):
-        p.encode_json({"value": float("nan")})
 
 
 def test_read_frame_reports_a_peer_that_closed_mid_frame(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,13 @@ from tradewind.settings import Settings, SettingsError, reload_settings
 from worker import protocol as p
 from worker.execute import task_details
 from worker.logs import TryLog
-from worker.requests import TryContext, handle
+from worker.requests import handle
 from worker.state_store.object_storage import ObjectStorageStateBackend
 from worker.state_store.purge import state_purger
+from worker.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import InProcessCalls
+from worker.xcom.try_xcoms import TryXComs
 
 from .iterable_support import Stack
 from .test_state_store_requests import DAG, StatementCounter
@@ -169,21 +172,22 @@ def ctx(tmp_path: Path, objects: ObjectStorageStateBackend) -> Iterator[TryConte
     (enqueue,) = stack.schedule(stack.trigger("store_dag"))
     claim = stack.claim(enqueue)
     log = TryLog(tmp_path / "try.log")
-    ctx = TryContext(stack.url, claim.fence, claim.ti, task_details(claim), log)
-    ctx.max_value_bytes = THRESHOLD
-    ctx.xcoms.state_calls = InProcessCalls(objects)
-    yield ctx
+    xcoms = TryXComs(state_calls=InProcessCalls(objects))
+    yield TryContext(stack.url, claim.fence, claim.ti, task_details(claim), log, THRESHOLD, xcoms)
     log.close()
 
 
 def ask(ctx: TryContext, request: p._Message) -> p._Message:
     """The reply, whether the handler gave it at once or sent it once its object calls ran."""
-    sent: list[p._Message] = []
-    ctx.send = sent.append
     reply = handle(ctx, request)
     if reply is None:
-        (reply,) = sent
+        (reply,) = ctx.take_replies()
     return reply
+
+
+def with_state_calls(ctx: TryContext, calls: InProcessCalls | None) -> TryContext:
+    """The same try, with its state objects served by ``calls`` (None: the SQL backend)."""
+    return replace(ctx, xcoms=replace(ctx.xcoms, state_calls=calls))
 
 
 def stored(ctx: TryContext) -> dict[str, Any]:
@@ -214,7 +218,7 @@ def test_a_value_over_what_the_database_takes_goes_to_storage(
     ctx: TryContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(values.DATABASE_MAX_VALUE_BYTES, "sqlite", 50)
-    ctx.max_value_bytes = 1 << 20
+    ctx = replace(ctx, max_value_bytes=1 << 20)
 
     assert ask(ctx, p.SetStateValue(key="huge", value="x" * 60)) == p.OKResponse()
 
@@ -256,7 +260,7 @@ def test_a_value_the_store_cannot_take_fails_the_set_and_writes_no_row(
 ) -> None:
     (tmp_path / "a_file").write_text("")
     url = f"file://{tmp_path}/a_file/state"  # no folder can be made under a file
-    ctx.xcoms.state_calls = InProcessCalls(ObjectStorageStateBackend(url, 0))
+    ctx = with_state_calls(ctx, InProcessCalls(ObjectStorageStateBackend(url, 0)))
 
     reply = ask(ctx, p.SetStateValue(key="big", value=LARGE))
 
@@ -276,7 +280,8 @@ class Unpurgeable(ObjectStorageStateBackend):
 def test_a_purge_that_fails_is_the_deletes_error_and_the_row_stays_deleted(
     ctx: TryContext, tmp_path: Path
 ) -> None:
-    ctx.xcoms.state_calls = InProcessCalls(Unpurgeable(f"file://{tmp_path}/objects/state", 0))
+    unpurgeable = Unpurgeable(f"file://{tmp_path}/objects/state", 0)
+    ctx = with_state_calls(ctx, InProcessCalls(unpurgeable))
     ask(ctx, p.SetStateValue(key="big", value=LARGE))
 
     reply = ask(ctx, p.DeleteStateValue(key="big"))
@@ -371,7 +376,7 @@ def test_with_the_sql_backend_a_reference_is_never_returned_as_the_value(
 ) -> None:
     ask(ctx, p.SetStateValue(key="big", value=LARGE))
     reference = stored(ctx)["big"]
-    ctx.xcoms.state_calls = None  # the backend was switched back to sql
+    ctx = with_state_calls(ctx, None)  # the backend was switched back to sql
 
     reply = ask(ctx, p.GetStateValue(key="big"))
 

@@ -124,7 +124,9 @@ def test_a_large_value_round_trips_through_a_retry_and_a_clear_deletes_its_objec
         "small": 1,
     }
     assert json.loads(big.read_text()) == {"rows": ["x" * 100] * 50}
-    assert "started the XCom backend helper process" in stack.log_of("remember", 2)
+    assert "started the backend helper process for XComs and state objects" in stack.log_of(
+        "remember", 2
+    )
     with session_scope(stack.url) as session:
         assert session.scalars(select(XCom.value)).one() == "50"
         run = session.scalars(select(DagRun)).one()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ from tests.state.harness import StatementCounter
 from worker import protocol as p
 from worker.execute import task_details
 from worker.logs import TryLog
-from worker.requests import TryContext, handle
+from worker.requests import handle
+from worker.try_context import TryContext
 
 from .iterable_support import Stack
 
@@ -51,7 +53,8 @@ def ctx(stack: Stack, tmp_path: Path) -> Iterator[TryContext]:
     (enqueue,) = stack.schedule(run_pk)
     claim = stack.claim(enqueue)
     log = TryLog(tmp_path / "try.log")
-    yield TryContext(stack.url, claim.fence, claim.ti, task_details(claim), log)
+    # TRADEWIND_STATE_STORE_MAX_VALUE_BYTES's default
+    yield TryContext(stack.url, claim.fence, claim.ti, task_details(claim), log, 65536)
     log.close()
 
 
@@ -91,7 +94,7 @@ def test_an_expired_value_is_not_returned_and_housekeeping_deletes_it(ctx: TryCo
 
 
 def test_a_value_over_the_warning_size_is_written_with_a_warning(ctx: TryContext) -> None:
-    ctx.max_value_bytes = 100
+    ctx = replace(ctx, max_value_bytes=100)
     value = "é" * 20  # stored as JSON text: 20 escapes of 6 bytes and two quotes
 
     reply = ask(ctx, p.SetStateValue(key="big", value=value))
@@ -106,7 +109,7 @@ def test_a_value_over_the_warning_size_is_written_with_a_warning(ctx: TryContext
 
 
 def test_a_value_at_the_warning_size_gives_no_warning(ctx: TryContext) -> None:
-    ctx.max_value_bytes = 12
+    ctx = replace(ctx, max_value_bytes=12)
 
     ask(ctx, p.SetStateValue(key="k", value="x" * 10))
 

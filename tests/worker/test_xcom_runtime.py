@@ -30,8 +30,8 @@ from tests.state.harness import Home, tradewind_home
 from tests.worker.test_supervisor import pid_gone
 from tests.worker.xcom_support import Watch, watching
 from tradewind.settings import reload_settings
+from worker.backend_helper import BackendHelper
 from worker.execute import execute
-from worker.helper_process import XComHelperProcess
 from worker.logs import log_path
 from worker.xcom.object_storage import REFERENCE_KEY
 
@@ -190,7 +190,7 @@ def test_heartbeats_go_on_while_a_store_blocks_longer_than_the_zombie_threshold(
 def test_execution_timeout_kills_the_task_while_a_load_hangs(
     setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(XComHelperProcess, "exit_timeout_seconds", 1.0)
+    monkeypatch.setattr(BackendHelper, "exit_timeout_seconds", 1.0)
     setup.configure(load=60)
     started = time.monotonic()
     run_pk, outcomes = setup.run("hanging_pull")
@@ -203,7 +203,7 @@ def test_execution_timeout_kills_the_task_while_a_load_hangs(
     assert loads == [["load", "produce"]]
     log = setup.log(run_pk)
     assert "execution_timeout of 5s exceeded: sending SIGTERM" in log
-    assert "the XCom backend helper process did not exit within 1s: sending SIGTERM" in log
+    assert "the backend helper process did not exit within 1s: sending SIGTERM" in log
     (pid,) = setup.marker("helper.pid")
     assert pid_gone(pid)
 
@@ -226,7 +226,7 @@ def test_a_helper_killed_mid_call_fails_the_waiting_call_and_the_try_cleanly(
     run_pk, outcomes = setup.run("pull")
     killer.join()
     assert outcomes == ["success", "failed"]
-    expected = "the XCom backend helper process exited (killed by SIGKILL) before it answered"
+    expected = "the backend helper process exited (killed by SIGKILL) before it answered"
     assert setup.home.ti(run_pk, "rt").error == f"RequestFailed: {expected}"
     log = setup.log(run_pk)
     assert f"supervisor: {expected}: failing 1 call(s)" in log
@@ -278,7 +278,7 @@ def test_secrets_of_the_task_and_the_helper_appear_nowhere_in_the_log(setup: Set
     assert "stdout: connection warehouse has password ***" in log
     assert "stdout: variable api_token is ***" in log
     assert "stdout: the token is ***" in log
-    assert "xcom-helper: helper connected with password ***" in log
+    assert "backend-helper: helper connected with password ***" in log
 
 
 SLOW_READER = """

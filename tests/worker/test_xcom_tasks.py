@@ -145,7 +145,7 @@ def test_what_a_failed_try_pushed_is_purged_before_the_retry_runs(home: Home) ->
     assert not partial.exists()
     assert rows(home, "flaky") == {"return_value": "done"}
     log = log_of(home, run_pk, "flaky", 2)
-    assert "started the XCom backend helper process" in log
+    assert "started the backend helper process for XComs and state objects" in log
     assert "purged XCom 'partial' left by an earlier try" in log
 
 

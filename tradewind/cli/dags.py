@@ -12,6 +12,7 @@ from sqlalchemy import select
 from state.db import session_scope
 from state.models import DagImportError, DagModel
 from state.runs import RunExists, UnknownDag, create_run
+from state.structure import DagStructure, parse_structure
 from tradewind.cli.common import fail, parse_conf, settings_or_exit
 from tradewind.cli.graph import dag_dot, dag_tree
 from tradewind.cli.outcome import print_outcome
@@ -23,7 +24,7 @@ from tradewind.cli.render import (
     import_errors_table,
     make_console,
 )
-from tradewind.cli.store import open_store, sync_folder
+from tradewind.cli.store import check_conf, open_store, sync_folder
 from tradewind.cli.watch import WatchAborted, watch_run
 from tradewind.loader import DagBag
 from tradewind.settings import Settings
@@ -34,7 +35,13 @@ app.command("unpause")(unpause)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ConfOption = Annotated[
-    str | None, typer.Option("--conf", help="The run's conf, a JSON object (tasks see `params`).")
+    str | None,
+    typer.Option(
+        "--conf",
+        "-c",
+        help="The run's conf, a JSON object (tasks see `params`), checked "
+        "against the DAG's params.",
+    ),
 ]
 
 
@@ -84,12 +91,12 @@ def show(
         make_console().print(dag_tree(structure))
 
 
-def parsed_structure(settings: Settings, dag_id: str) -> dict[str, Any]:
+def parsed_structure(settings: Settings, dag_id: str) -> DagStructure:
     """The structure of ``dag_id`` parsed from the DAGs folder (no store needed)."""
     folder = settings.resolved_dags_folder
     bag = DagBag.collect(folder)
     if dag_id in bag.dags:
-        return bag.dags[dag_id].structure()
+        return parse_structure(bag.dags[dag_id].structure())
     broken = f" ({len(bag.import_errors)} files fail to import)" if bag.import_errors else ""
     fail(f"no DAG named {dag_id!r} in {folder}{broken}: see `tradewind dags list`")
 
@@ -132,6 +139,7 @@ def create_manual_run(
     sync_folder(settings, url)
     try:
         with session_scope(url) as session:
+            check_conf(session, dag_id, conf)
             return create_run(session, dag_id, run_id=run_id, conf=conf, run_type=run_type).run_id
     except (UnknownDag, RunExists) as error:
         fail(str(error))

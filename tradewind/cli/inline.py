@@ -25,7 +25,7 @@ from state.scheduling import Enqueue, schedule_run_by_pk
 from tradewind.cli.common import EXIT_BAD_INPUT, fail, setup_logging
 from tradewind.cli.outcome import print_outcome
 from tradewind.cli.render import make_console, state_text
-from tradewind.cli.store import first_line, open_store, sync_folder
+from tradewind.cli.store import check_conf, first_line, open_store, sync_folder
 from tradewind.cli.watch import POLL_SECONDS, RUN_FINISHED
 from tradewind.settings import Settings
 from worker.execute import execute
@@ -59,6 +59,7 @@ def start_or_resume(
             query = select(DagRun).filter_by(dag_id=dag_id, run_id=run_id)
             existing = session.scalars(query).first()
         if existing is None:
+            check_conf(session, dag_id, conf)
             try:
                 run = create_run(session, dag_id, run_id=run_id, conf=conf, run_type="test")
             except (UnknownDag, RunExists) as error:

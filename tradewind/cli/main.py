@@ -6,7 +6,17 @@ import sys
 
 import typer
 
-from tradewind.cli import connections, dags, db, pools, runs, standalone, tasks, variables
+from tradewind.cli import (
+    broker,
+    connections,
+    dags,
+    db,
+    pools,
+    runs,
+    standalone,
+    tasks,
+    variables,
+)
 from tradewind.cli.common import settings_or_exit, setup_logging
 
 try:  # typer >= 0.22 raises the usage errors of its own copy of click
@@ -30,6 +40,7 @@ app.add_typer(tasks.app, name="tasks")
 app.add_typer(pools.app, name="pools")
 app.add_typer(connections.app, name="connections")
 app.add_typer(variables.app, name="variables")
+app.add_typer(broker.app, name="broker")
 app.command()(standalone.standalone)
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from state.db import session_scope
 from state.models import DagModel
+from state.structure import structure_of
 from tradewind.cli.render import print_task_instances, task_instance_records
 from tradewind.cli.store import get_run, items_of, leaf_task_ids, return_values, task_instances
 
@@ -21,12 +22,12 @@ def print_outcome(console: Console, url: str, dag_id: str, run_id: str) -> None:
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
         dag_model = session.get(DagModel, dag_id)
-        structure = dag_model.structure if dag_model else {"tasks": {}}
-        tis = task_instances(session, run, structure["tasks"])
+        tasks = structure_of(dag_model).tasks if dag_model else {}
+        tis = task_instances(session, run, tasks)
         pairs = ((ti.task_id, ti.map_index) for ti in tis)
-        items = items_of(session, dag_id, run_id, pairs, structure["tasks"])
+        items = items_of(session, dag_id, run_id, pairs, tasks)
         records = task_instance_records(tis, items=items)
-        results = {tid: return_values(session, run, tid) for tid in leaf_task_ids(structure)}
+        results = {tid: return_values(session, run, tid) for tid in leaf_task_ids(tasks)}
         title = f"{dag_id} {run_id}: {run.state}{took(run.start_date, run.end_date)}"
     print_task_instances(console, title, records)
     for task_id, values in results.items():

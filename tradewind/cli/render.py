@@ -25,6 +25,7 @@ from rich.text import Text
 from state.enums import FINISHED
 from state.models import DagImportError, DagModel, TaskInstance, utcnow
 from state.progress import ItemsProgress
+from state.structure import structure_of
 from state.values import TIKey
 
 #: Width of piped output: wrapping paths and errors at rich's default 80 would break ``grep``.
@@ -206,14 +207,14 @@ def _cell(value: str | Text) -> Text:
 
 
 def dag_record(model: DagModel) -> dict[str, Any]:
-    structure = model.structure
+    structure = structure_of(model)
     return {
         "dag_id": model.dag_id,
         "fileloc": model.fileloc,
-        "tasks": len(structure.get("tasks", {})),
+        "tasks": len(structure.tasks),
         "is_paused": bool(model.is_paused),
-        "schedule": structure.get("schedule"),
-        "tags": structure.get("tags", []),
+        "schedule": structure.schedule,
+        "tags": list(structure.tags),
     }
 
 
@@ -264,13 +265,19 @@ class RunProgress:
         self.started = time.monotonic()
 
     def update(
-        self, run_state: str, states: Iterable[str], items: Iterable[ItemsProgress] = ()
+        self,
+        run_state: str,
+        states: Iterable[str] | Mapping[str, int],
+        items: Iterable[ItemsProgress] = (),
     ) -> None:
-        """The latest poll: the run's state, its task instances' states, and the item progress
-        of its iterable task instances (none: no item bar).
+        """The latest poll: the run's state, its task instances' states (or how many are in
+        each), and the item progress of its iterable task instances (none: no item bar).
         """
         self.run_state = run_state
-        self.states = Counter(str(state) for state in states)
+        if isinstance(states, Mapping):
+            self.states = Counter({str(state): n for state, n in states.items()})
+        else:
+            self.states = Counter(str(state) for state in states)
         self.items = list(items)
 
     def __rich__(self) -> RenderableType:

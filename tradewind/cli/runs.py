@@ -9,6 +9,7 @@ import typer
 
 from state.db import session_scope
 from state.models import DagModel, DagRun
+from state.structure import structure_of
 from tradewind.cli.common import settings_or_exit
 from tradewind.cli.render import make_console, print_task_instances, task_instance_records
 from tradewind.cli.store import get_run, items_of, open_store, task_instances
@@ -29,7 +30,7 @@ def show(
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
         dag_model = session.get(DagModel, dag_id)
-        order = dag_model.structure["tasks"] if dag_model else None
+        order = structure_of(dag_model).tasks if dag_model else None
         document = run_record(run)
         tis = task_instances(session, run, order)
         pairs = ((ti.task_id, ti.map_index) for ti in tis)

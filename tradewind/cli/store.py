@@ -19,12 +19,14 @@ from sqlalchemy.orm import Session
 
 from state.db import session_scope
 from state.migrate import alembic_config, current_revision, upgrade
-from state.models import DagRun, TaskInstance, XCom
+from state.models import DagModel, DagRun, TaskInstance, XCom
 from state.progress import ItemsProgress, items_progress
+from state.structure import TaskSpec
 from state.values import TIKey
-from tradewind.cli.common import fail
+from tradewind.cli.common import EXIT_BAD_INPUT, fail
 from tradewind.cli.graph import upstream_first
 from tradewind.mapping import ITERATE
+from tradewind.params import ParamValidationError, resolve_params
 from tradewind.settings import Settings
 
 if TYPE_CHECKING:
@@ -34,6 +36,17 @@ if TYPE_CHECKING:
 def display_url(url: str) -> str:
     """``url`` with its password hidden, for messages."""
     return make_url(url).render_as_string(hide_password=True)
+
+
+def check_conf(session: Session, dag_id: str, conf: Mapping[str, Any]) -> None:
+    """Refuse a trigger's conf that breaks one of the DAG's params, in one line naming it."""
+    model = session.get(DagModel, dag_id)
+    if model is None:
+        return  # create_run says the DAG is unknown
+    try:
+        resolve_params(model.structure, conf)
+    except ParamValidationError as error:
+        fail(f"DAG {dag_id!r}: {error}", EXIT_BAD_INPUT)
 
 
 def head_revision() -> str | None:
@@ -92,7 +105,7 @@ def get_run(session: Session, dag_id: str, run_id: str) -> DagRun:
 
 
 def task_instances(
-    session: Session, run: DagRun, order: Mapping[str, Any] | None = None
+    session: Session, run: DagRun, order: Mapping[str, TaskSpec] | None = None
 ) -> list[TaskInstance]:
     """The run's task instances in the DAG's order (topological), then by map index."""
     rows = session.scalars(
@@ -102,10 +115,10 @@ def task_instances(
     return sorted(rows, key=lambda ti: (rank.get(ti.task_id, len(rank)), ti.task_id, ti.map_index))
 
 
-def is_iterable(tasks: Mapping[str, Any], task_id: str) -> bool:
+def is_iterable(tasks: Mapping[str, TaskSpec], task_id: str) -> bool:
     """Whether the DAG's ``task_id`` is an iterable task (``.iterate`` / ``.batch().iterate``)."""
-    mapping = (tasks.get(task_id) or {}).get("mapping") or {}
-    return bool(mapping.get("kind") == ITERATE)
+    spec = tasks.get(task_id)
+    return spec is not None and spec.mapping is not None and spec.mapping.kind == ITERATE
 
 
 def items_of(
@@ -113,7 +126,7 @@ def items_of(
     dag_id: str,
     run_id: str,
     tis: Iterable[tuple[str, int]],
-    tasks: Mapping[str, Any],
+    tasks: Mapping[str, TaskSpec],
 ) -> dict[TIKey, ItemsProgress]:
     """The item progress of the iterable ones among a run's task instances (``tis``: task id,
     map index; ``tasks``: the DAG structure's), in two queries whatever their number of items.
@@ -126,10 +139,9 @@ def items_of(
     return items_progress(session, keys)
 
 
-def leaf_task_ids(structure: Mapping[str, Any]) -> list[str]:
+def leaf_task_ids(tasks: Mapping[str, TaskSpec]) -> list[str]:
     """Tasks nothing depends on: their results are the run's result."""
-    tasks: Mapping[str, Any] = structure["tasks"]
-    upstream = {up for spec in tasks.values() for up in spec["upstream"]}
+    upstream = {up for spec in tasks.values() for up in spec.upstream}
     return [task_id for task_id in tasks if task_id not in upstream]
 
 

@@ -10,7 +10,8 @@ import typer
 from state.db import session_scope
 from state.models import DagModel
 from state.runs import UnknownDag, clear_task_instances
-from tradewind.cli.common import fail, settings_or_exit
+from state.structure import structure_of
+from tradewind.cli.common import fail, parse_conf, settings_or_exit
 from tradewind.cli.logs import follow_log, resolve_log
 from tradewind.cli.store import get_run, open_store
 from tradewind.settings import SettingsError
@@ -18,7 +19,23 @@ from worker.state_store.purge import state_purger
 from worker.xcom import XComBackendError
 from worker.xcom.purge import xcom_purger
 
-app = typer.Typer(help="Clear task instances, read their logs.", no_args_is_help=True)
+app = typer.Typer(help="Test a task, clear task instances, read their logs.", no_args_is_help=True)
+
+
+@app.command("test")
+def test(
+    dag_id: str,
+    task_id: str,
+    conf: Annotated[
+        str | None, typer.Option("--conf", "-c", help="The run's conf, a JSON object.")
+    ] = None,
+) -> None:
+    """Run one task once here, without its upstream tasks (like `airflow tasks test`)."""
+    # Imported here: the worker brings Celery (a second of start-up) with it.
+    from tradewind.cli.task_test import test_task
+
+    state = test_task(settings_or_exit(), dag_id, task_id, parse_conf(conf))
+    raise typer.Exit(0 if state in ("success", "skipped") else 1)
 
 
 @app.command()
@@ -44,7 +61,8 @@ def clear(
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
         dag_model = session.get(DagModel, dag_id)
-        check_task_ids(dag_id, dag_model.structure["tasks"] if dag_model else {}, task_ids or [])
+        tasks = structure_of(dag_model).tasks if dag_model else {}
+        check_task_ids(dag_id, tasks, task_ids or [])
         try:
             count = clear_task_instances(
                 session, run, task_ids or None, keep_state, purge, purge_states

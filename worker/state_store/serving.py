@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
@@ -35,11 +35,9 @@ from state.transitions import assert_fence
 from state.values import database_max_value_bytes, object_reference, read_state, write_state
 from state.values import delete_states as delete_state_rows
 from worker import protocol as p
+from worker.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import BackendCalls, item, result_value
-
-if TYPE_CHECKING:
-    from worker.requests import TryContext
 
 Write = Callable[[Session, str], None]
 Reply = Callable[[dict[str, Any]], p._Message]

@@ -1,66 +1,34 @@
 """How the supervisor serves one try's XComs: pushes, pulls, a runtime task's arguments, and
 the purge of what an earlier try left.
 
-Every backend call goes through ``TryXComs.calls``: for a Python task, or with the SQL backend,
-an in-process SQL backend that passes rows through as given (a Python task runs the configured
-backend itself and sends rows); for a runtime task with another backend, the helper process.
-Handlers whose call goes to the helper return ``None`` and reply later, through
+Every backend call goes through ``TryXComs.calls`` (``try_xcoms.py``): for a Python task, or
+with the SQL backend, an in-process SQL backend that passes rows through as given (a Python task
+runs the configured backend itself and sends rows); for a runtime task with another backend, the
+helper process. Handlers whose call goes to the helper return ``None`` and reply later, through
 ``ctx.reply_later``, once the call's callback runs; the loop goes on meanwhile.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 from sqlalchemy.exc import SQLAlchemyError
 
 from state.db import session_scope
 from state.models import XCom
 from state.transitions import TryFenced, assert_fence
 from state.values import TIKey, database_max_value_bytes, read_xcom, read_xcoms, write_xcom
-from tradewind.context import CONTEXT_KEYS
 from tradewind.xcom_arg import XComArg
 from worker import protocol as p
 from worker.background import Outcome
-from worker.helper_process import HelperOnDemand, XComHelperProcess
-from worker.mapping import arguments_at, is_expanded, items_of
+from worker.task_runner.mapping import arguments_at, items_of
+from worker.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
-from worker.xcom.calls import BackendCalls, InProcessCalls, item, result_value
-from worker.xcom.configured import backend_class, runs_in_helper
-from worker.xcom.sql import SqlXComBackend
-
-if TYPE_CHECKING:
-    from tradewind.settings import Settings
-    from worker.requests import TryContext
-
-
-@dataclass
-class TryXComs:
-    """What one try's XCom handlers need: where calls go, and what to do at the handshake.
-
-    The helper process is the try's, not only the XComs': the state store's object calls go to
-    it too (``state_calls``).
-    """
-
-    calls: BackendCalls = field(default_factory=lambda: InProcessCalls(SqlXComBackend()))
-    helper: XComHelperProcess | HelperOnDemand | None = None
-    # Where state values bound for object storage go (TRADEWIND_STATE_STORE_BACKEND=
-    # object_storage): the helper. None with the SQL state backend.
-    state_calls: BackendCalls | None = None
-    # Where the handshake's purges go, if not to ``calls``: a Python task's rows pass through the
-    # supervisor as given, but what an earlier try stored must be purged by the real backend.
-    purges: BackendCalls | None = None
-    # Rows an earlier try of this task instance left, as (key, row): purged before this try runs.
-    stale: list[tuple[str, Any]] = field(default_factory=list)
-    # A runtime task's arguments by parameter name, XComArgs still inside.
-    arguments: dict[str, Any] = field(default_factory=dict)
-    # Those of them an ``.expand`` maps over: each task instance gets its own item of each.
-    mapped: list[str] = field(default_factory=list)
+from worker.xcom.calls import item, result_value
+from worker.xcom.try_xcoms import row_of
 
 
 def _address(
@@ -81,7 +49,7 @@ def _address(
 def details_at_start(ctx: TryContext) -> p.TaskDetails | None:
     """The handshake's reply, when it needs nothing done first (no stale XCom to purge, no
     argument to load): a Python task process then gets it with its start, and asks no more."""
-    xcoms: TryXComs = ctx.xcoms
+    xcoms = ctx.xcoms
     if xcoms.stale or _argument_refs(xcoms.arguments):
         return None
     return _with_arguments(ctx, xcoms.arguments)
@@ -96,7 +64,7 @@ def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
     ready = details_at_start(ctx)
     if ready is not None:
         return ready
-    xcoms: TryXComs = ctx.xcoms
+    xcoms = ctx.xcoms
     refs = list(dict.fromkeys(_argument_refs(xcoms.arguments)))
     failures: list[str] = []
     # One queue, in order: the load below is answered only after every purge is.
@@ -125,7 +93,7 @@ def _purged(
         try:
             with session_scope(ctx.url) as session:
                 assert_fence(session, ctx.fence)
-                session.execute(delete(XCom).where(*_row_of(ctx.ti), XCom.key == key))
+                session.execute(delete(XCom).where(*row_of(ctx.ti), XCom.key == key))
         except TryFenced as error:
             ctx.lost = True
             failures.append(str(error))
@@ -162,23 +130,6 @@ def _with_arguments(ctx: TryContext, arguments: dict[str, Any]) -> p.TaskDetails
     return ctx.details.model_copy(update={"arguments": arguments})
 
 
-def argument_template(task: Any) -> dict[str, Any]:
-    """A runtime task's arguments by parameter name (defaults included), XComArgs inside; an
-    ``.expand``'s mapped arguments whole (``_details`` picks each task instance's item)."""
-    function = task.python_callable
-    kwargs = {**task.kwargs, **(task.mapping["kwargs"] if is_expanded(task) else {})}
-    if function is None:
-        return kwargs
-    bound = inspect.signature(function).bind_partial(*task.args, **kwargs)
-    given = set(bound.arguments)
-    bound.apply_defaults()
-    return {
-        name: value
-        for name, value in bound.arguments.items()
-        if name in given or name not in CONTEXT_KEYS
-    }
-
-
 def _argument_refs(value: Any) -> list[tuple[str, str]]:
     if isinstance(value, XComArg):
         return [(value.task.task_id, value.key)]
@@ -200,15 +151,6 @@ def _substitute(value: Any, resolved: dict[tuple[str, str], Any]) -> Any:
 
 
 # --- pulls and pushes ------------------------------------------------------------------------
-
-
-def _row_of(ti: TIKey) -> tuple[Any, ...]:
-    return (
-        XCom.dag_id == ti.dag_id,
-        XCom.run_id == ti.run_id,
-        XCom.task_id == ti.task_id,
-        XCom.map_index == ti.map_index,
-    )
 
 
 def _stored_items(
@@ -286,43 +228,3 @@ def _write_row(ctx: TryContext, where: XComAddress, row: Any) -> p._Message:
     with session_scope(ctx.url) as session:
         write_xcom(session, ctx.fence, ctx.ti, where.key, text)
     return p.OKResponse()
-
-
-def stale_rows(url: str, ti: TIKey) -> list[tuple[str, Any]]:
-    """The XCom rows of ``ti`` that exist before its try runs: left by an earlier try."""
-    with session_scope(url) as session:
-        rows = session.execute(select(XCom.key, XCom.value).where(*_row_of(ti)).order_by(XCom.key))
-        return [(row.key, json.loads(row.value)) for row in rows]
-
-
-def prepare_xcoms(
-    ctx: TryContext,
-    task: Any,
-    settings: Settings,
-    answer: Callable[[p._Message], p._Message | None],
-) -> TryXComs:
-    """How this try's XComs and state objects will be served; starts the helper if needed.
-
-    With the state store on object storage, a helper is made ready to start at its first call.
-    ``answer`` replies to the helper's own requests (look-ups, secrets) as to the task's. Raises
-    ``SettingsError`` when ``TRADEWIND_XCOM_BACKEND`` names no usable backend.
-    """
-    runs_elsewhere = runs_in_helper(backend_class(settings.xcom_backend))
-    runtime = task.options.command is not None
-    # A first try has nothing left behind (a clear deletes XComs): skip the query.
-    stale = stale_rows(ctx.url, ctx.ti) if ctx.fence.try_number > 1 else []
-    xcoms = TryXComs(stale=stale, arguments=argument_template(task) if runtime else {})
-    if runtime and is_expanded(task):
-        xcoms.mapped = list(task.mapping["kwargs"])
-    if runs_elsewhere and (runtime or xcoms.stale):
-        started = XComHelperProcess.start(answer, ctx.log)
-        xcoms.helper = started
-        if runtime:
-            xcoms.calls = started
-        else:
-            xcoms.purges = started
-    if settings.state_store_backend == "object_storage":
-        # Most tries store no large state value: without a helper already, start one if needed.
-        xcoms.helper = xcoms.helper or HelperOnDemand(answer, ctx.log)
-        xcoms.state_calls = xcoms.helper
-    return xcoms

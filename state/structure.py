@@ -1,0 +1,198 @@
+"""A DAG's serialized structure as typed, frozen objects: parsed once per version hash.
+
+The authoring API writes the structure as JSON (``tradewind.dag.DAG.structure``); everything
+that reads it (the scheduler's passes, a supervisor's end, the CLI) reads these objects instead
+of the dict, so each default lives here once and mypy sees the types. Keys this module does not
+know are ignored: a newer authoring API may add some before the readers need them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from state.models import DagModel
+from state.pools import DEFAULT_POOL
+
+DEFAULT_MAX_ACTIVE_TASKS = 16
+DEFAULT_MAX_ACTIVE_RUNS = 16
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class MappedSource(_Frozen):
+    """Where one mapped argument's items come from: an upstream task's XCom, or a literal."""
+
+    task_id: str | None = None
+    key: str = "return_value"
+    length: int | None = None
+    # XComArg.zip(): the parts side by side, as many items as the shortest (or the longest).
+    zip: tuple[MappedSource, ...] = ()
+    zip_longest: bool = False
+
+
+class MappingSpec(_Frozen):
+    """How a task maps over its input: a task instance per item, or one iterating them all."""
+
+    kind: Literal["expand", "iterate"]
+    batch_size: int | None = None
+    sources: Mapping[str, MappedSource] = {}
+    # Set for the tasks of a mapped task group: they map over the group's arguments.
+    group: str | None = None
+
+    @property
+    def expands(self) -> bool:
+        """Whether the task has several task instances (``.expand``, or ``.batch``)."""
+        return self.kind == "expand" or self.batch_size is not None
+
+
+class TaskSpec(_Frozen):
+    """One task of the structure: its place in the graph and the options the store acts on."""
+
+    upstream: tuple[str, ...] = ()
+    downstream: tuple[str, ...] = ()
+    trigger_rule: str = "all_success"
+    retries: int = 0
+    retry_delay_seconds: float = 0.0
+    execution_timeout_seconds: float | None = None
+    queue: str = "default"
+    pool: str = DEFAULT_POOL
+    runtime: bool = False
+    mapping: MappingSpec | None = None
+    # Retry waits grow by this factor per failed try (0: they do not), up to the cap.
+    retry_exponential_backoff: float = 0.0
+    max_retry_delay_seconds: float | None = None
+    # For display (dags show, the UI): the task group, the id given, Airflow's labels.
+    group: str | None = None
+    label: str = ""
+    display_name: str | None = None
+    owner: str = "airflow"
+    upstream_labels: Mapping[str, str] = {}
+    doc_md: str | None = None
+
+    @property
+    def max_tries(self) -> int:
+        return self.retries + 1
+
+
+class GroupSpec(_Frozen):
+    """A task group, for display: its parent group and its own tasks."""
+
+    parent: str | None = None
+    label: str = ""
+    tooltip: str = ""
+    display_name: str | None = None
+    ui_color: str | None = None
+    ui_fgcolor: str | None = None
+    tasks: tuple[str, ...] = ()
+    mapped: bool = False
+
+
+class ParamSpec(_Frozen):
+    """A DAG parameter's JSON Schema (``tradewind.params``), for forms and validation."""
+
+    schema_: Mapping[str, Any] = Field(default={}, alias="schema")
+    has_default: bool = True
+
+
+class DagStructure(_Frozen):
+    """A whole DAG: its options and its tasks by id (in the order they were serialized)."""
+
+    dag_id: str
+    schedule: str | None = None
+    start_date: str | None = None
+    catchup: bool = False
+    max_active_tasks: int = DEFAULT_MAX_ACTIVE_TASKS
+    max_active_runs: int = DEFAULT_MAX_ACTIVE_RUNS
+    params: Mapping[str, Any] = {}
+    param_specs: Mapping[str, ParamSpec] = {}
+    tags: tuple[str, ...] = ()
+    tasks: Mapping[str, TaskSpec] = {}
+    groups: Mapping[str, GroupSpec] = {}
+    description: str | None = None
+    doc_md: str | None = None
+    display_name: str | None = None
+
+    @cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Answers derived from this structure alone, kept with it (``state.end_plan``)."""
+        return {}
+
+    def leaves(self) -> list[str]:
+        """The tasks nothing depends on, in the structure's order."""
+        return [task_id for task_id, spec in self.tasks.items() if not spec.downstream]
+
+
+#: Parsed structures by version hash: a hash names one structure for good.
+_PARSED: dict[str, DagStructure] = {}
+_MAX_PARSED = 256
+
+
+def parse_structure(raw: Mapping[str, Any], version_hash: str | None = None) -> DagStructure:
+    """The typed form of ``raw``; with ``version_hash``, parsed once per hash in this process."""
+    if version_hash is None:
+        return DagStructure.model_validate(raw)
+    parsed = _PARSED.get(version_hash)
+    if parsed is None:
+        if len(_PARSED) >= _MAX_PARSED:
+            _PARSED.clear()
+        parsed = _PARSED[version_hash] = DagStructure.model_validate(raw)
+    return parsed
+
+
+_SPECS: dict[tuple[str, str], TaskSpec] = {}
+
+
+def parse_task_spec(
+    raw: Mapping[str, Any] | None, version_hash: str | None, task_id: str
+) -> TaskSpec:
+    """One task's slice of a structure (what a claim reads), parsed once per version and task."""
+    key = (version_hash or "", task_id)
+    spec = _SPECS.get(key) if version_hash else None
+    if spec is None:
+        spec = TaskSpec.model_validate(raw or {})
+        if version_hash:
+            if len(_SPECS) >= 4 * _MAX_PARSED:
+                _SPECS.clear()
+            _SPECS[key] = spec
+    return spec
+
+
+class _Stored(Protocol):
+    """What ``structure_of`` reads of a stored DAG (``state.models.DagModel``)."""
+
+    @property
+    def structure(self) -> Mapping[str, Any]: ...
+
+    @property
+    def version_hash(self) -> str | None: ...
+
+
+def structure_of(dag_model: _Stored) -> DagStructure:
+    """The typed structure of a stored DAG, parsed once per version."""
+    return parse_structure(dag_model.structure, dag_model.version_hash)
+
+
+def structures_of(session: Session, versions: Mapping[str, str | None]) -> dict[str, DagStructure]:
+    """The structures of the DAGs ``versions`` names (DAG id -> version hash), each fetched only
+    the first time this process sees its version: a loop over many DAGs reads their hashes alone.
+    """
+    missing = [dag_id for dag_id, version in versions.items() if version not in _PARSED]
+    if missing:
+        rows = session.execute(
+            select(DagModel.version_hash, DagModel.structure).where(DagModel.dag_id.in_(missing))
+        )
+        for version, raw in rows:
+            parse_structure(raw, version)
+    return {
+        dag_id: _PARSED[version]
+        for dag_id, version in versions.items()
+        if version is not None and version in _PARSED
+    }

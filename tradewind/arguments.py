@@ -1,0 +1,48 @@
+"""Arguments Airflow accepts that Tradewind does not: refused at import, with one line each.
+
+A DAG file written for Airflow must never run with an argument silently dropped, so every
+``DAG(...)``, ``@dag``, ``@task``, operator and ``default_args`` key that is not implemented
+fails the file's import naming it, and why where it helps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tradewind.exceptions import DagDefinitionError
+
+#: Names Airflow 3 itself no longer accepts.
+REMOVED_IN_AIRFLOW_3 = {
+    "sla": "Airflow 3 removed SLAs",
+    "sla_miss_callback": "Airflow 3 removed SLAs",
+    "schedule_interval": "Airflow 3 renamed it schedule",
+    "timetable": "Airflow 3 takes it as schedule",
+    "concurrency": "Airflow 3 renamed it max_active_tasks",
+}
+
+#: Accepted only at their default: anything else needs the scheduler to do what they ask.
+DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
+    "depends_on_past": (False, "a task waiting for its previous run is not supported yet"),
+    "wait_for_downstream": (False, "waiting for the previous run is not supported yet"),
+    "pool_slots": (1, "a task takes one slot of its pool"),
+    "priority_weight": (1, "the scheduler queues tasks in DAG order, without weights"),
+    "weight_rule": ("downstream", "the scheduler queues tasks in DAG order, without weights"),
+    "dagrun_timeout": (None, "a run is never timed out yet"),
+    "end_date": (None, "runs without an end date only"),
+}
+
+
+def refuse_unsupported(where: str, arguments: Mapping[str, Any]) -> None:
+    """Raise for the first argument of ``arguments`` (those left over) that is not supported."""
+    for name in arguments:
+        reason = REMOVED_IN_AIRFLOW_3.get(name)
+        suffix = f" ({reason})" if reason else ""
+        raise DagDefinitionError(f"{where}: argument {name!r} is not supported{suffix}")
+
+
+def take_default_only(where: str, arguments: dict[str, Any]) -> None:
+    """Remove the default-only arguments from ``arguments``; refuse one set to anything else."""
+    for name, (default, reason) in DEFAULT_ONLY.items():
+        if name in arguments and arguments.pop(name) != default:
+            raise DagDefinitionError(f"{where}: {name} is not supported ({reason})")

@@ -1,0 +1,1 @@
+"""Where ``airflow.sdk.execution_time`` names live, so Airflow's imports of them swap over."""

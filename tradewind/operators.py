@@ -1,0 +1,223 @@
+"""Classic operators: ``BaseOperator`` subclasses with ``execute(context)``, as in Airflow.
+
+An operator made inside a DAG becomes a task whose function renders the operator's
+``template_fields`` (Jinja, results of upstream tasks resolved) and calls ``execute`` with the
+try's context; what ``execute`` returns is the task's ``return_value`` XCom, and ``.output``
+stands for it. ``Op.partial(task_id=..., ...).expand(x=...)`` maps an operator: each map index
+builds its own operator in the task process from the partial and its item, then runs it.
+Task options (``retries``, ``pool``, ``trigger_rule``...) are keyword arguments of the
+operator, as Airflow's are.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from tradewind.context import get_current_context
+from tradewind.dag_context import current_dag, current_group
+from tradewind.dependencies import DependencyMixin
+from tradewind.exceptions import DagDefinitionError
+from tradewind.mapped_group import check_not_nested
+from tradewind.mapping import EXPAND, KWARGS_LIST, build_mapping
+from tradewind.task import Task, add_task, task_options
+from tradewind.templates import kwargs_of_index, render_value
+from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
+
+#: Set while a mapped operator is built in its task process: it joins no DAG.
+_UNMAPPING: contextvars.ContextVar[bool] = contextvars.ContextVar("unmapping", default=False)
+
+
+class _OperatorMeta(type):
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        # The subclass's __init__ has set its fields: now the task can see them.
+        operator = super().__call__(*args, **kwargs)
+        if not _UNMAPPING.get():
+            operator._join_dag()
+        return operator
+
+
+class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
+    """Subclass it and define ``execute(self, context)``."""
+
+    template_fields: ClassVar[Sequence[str]] = ()
+    template_ext: ClassVar[Sequence[str]] = ()
+
+    def __init__(self, *, task_id: str, **options: Any) -> None:
+        if not isinstance(task_id, str) or not task_id:
+            raise DagDefinitionError(f"{type(self).__name__}: task_id must be a non-empty string")
+        if type(self).execute is BaseOperator.execute:
+            raise DagDefinitionError(f"{type(self).__name__} must define execute(self, context)")
+        self.task_id = task_id
+        self._explicit = frozenset(options)
+        self._options = task_options(f"{type(self).__name__} {task_id}", options)
+        self._task: Task | None = None
+
+    def execute(self, context: dict[str, Any]) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define execute(self, context)")
+
+    def _join_dag(self) -> None:
+        dag = current_dag()
+        if dag is None:
+            raise DagDefinitionError(f"operator {self.task_id} made outside a DAG")
+        # Its fields would not pick the map index's item: only TaskFlow tasks map in a group.
+        check_not_nested(current_group(dag), f"the classic operator {self.task_id}")
+        run = functools.partial(run_operator, self)
+        self._task = add_task(dag, self.task_id, run, self._options, self._explicit)
+        self._task.operator = self
+        self.task_id = self._task.task_id  # with its groups' prefixes
+        for name in self.template_fields:
+            for upstream in find_xcom_args(getattr(self, name, None)):
+                self._task.set_upstream(upstream.task)
+
+    @property
+    def task(self) -> Task:
+        if self._task is None:
+            raise DagDefinitionError(f"operator {self.task_id} is not in a DAG")
+        return self._task
+
+    @property
+    def output(self) -> XComArg:
+        """The operator's result (``return_value``), to pass to other tasks."""
+        return XComArg(self.task)
+
+    @property
+    def dag(self) -> Any:
+        return self.task.dag
+
+    def roots(self) -> list[Task]:
+        return [self.task]
+
+    def leaves(self) -> list[Task]:
+        return [self.task]
+
+    def render_template_fields(self, context: dict[str, Any]) -> None:
+        """Render each templated field in place (once per try, before ``execute``)."""
+
+        def resolve(arg: XComArg) -> Any:
+            return pull_xcom(arg, context["ti"])
+
+        for name in self.template_fields:
+            value = getattr(self, name)
+            where = f"{self.task_id} field {name}"
+            rendered = render_value(value, context, self.dag, resolve, self.template_ext, where)
+            setattr(self, name, rendered)
+
+    @classmethod
+    def partial(cls, **kwargs: Any) -> OperatorPartial:
+        return OperatorPartial(cls, kwargs)
+
+
+def run_operator(operator: BaseOperator) -> Any:
+    """The task function of an operator: render its templated fields, then ``execute``."""
+    context = get_current_context()
+    operator.render_template_fields(context)
+    return operator.execute(context)
+
+
+class OperatorPartial:
+    """``Op.partial(task_id=..., ...)``: call ``.expand(...)`` on it."""
+
+    def __init__(self, cls: type[BaseOperator], kwargs: dict[str, Any]) -> None:
+        if "task_id" not in kwargs:
+            raise DagDefinitionError(f"{cls.__name__}.partial() needs a task_id")
+        self.cls = cls
+        self.kwargs = kwargs
+
+    def expand(self, **mapped: Any) -> MappedOperator:
+        """One task instance per item; each builds ``cls(**partial, **its item)``."""
+        both = sorted(mapped.keys() & self.kwargs.keys())
+        if both:
+            raise DagDefinitionError(
+                f"{self.cls.__name__}: {both} given to .partial() and .expand()"
+            )
+        return self._mapped(build_mapping(EXPAND, mapped, None), tuple(mapped))
+
+    def expand_kwargs(self, kwargs_list: Any) -> MappedOperator:
+        """One task instance per dict of ``kwargs_list``, built with that dict's arguments."""
+        mapping = build_mapping(EXPAND, {KWARGS_LIST: kwargs_list}, None)
+        mapping["per_index"] = True
+        return self._mapped(mapping, (KWARGS_LIST,))
+
+    def _mapped(self, mapping: dict[str, Any], names: tuple[str, ...]) -> MappedOperator:
+        dag = current_dag()
+        if dag is None:
+            raise DagDefinitionError(f"operator {self.kwargs['task_id']} made outside a DAG")
+        arguments = _init_arguments(self.cls)
+        options = {k: v for k, v in self.kwargs.items() if k not in arguments and k != "task_id"}
+        parsed = task_options(f"{self.cls.__name__} {self.kwargs['task_id']}", options)
+        run = functools.partial(run_mapped_operator, self.cls, self.kwargs, names)
+        label = self.kwargs["task_id"]
+        task = add_task(dag, label, run, parsed, frozenset(options), (), {}, mapping)
+        for upstream in find_xcom_args(self.kwargs):
+            task.set_upstream(upstream.task)
+        return MappedOperator(task)
+
+
+def _init_arguments(cls: type[BaseOperator]) -> set[str]:
+    """The named parameters of the operator class's ``__init__`` and its bases'."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None and klass is not BaseOperator:
+            names |= {
+                name
+                for name, parameter in inspect.signature(init).parameters.items()
+                if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+            }
+    return names - {"self"}
+
+
+def run_mapped_operator(
+    cls: type[BaseOperator], partial: dict[str, Any], names: tuple[str, ...], **given: Any
+) -> Any:
+    """Build this map index's operator from the partial and its item, then run it."""
+    context = get_current_context()
+
+    def resolve(arg: XComArg) -> Any:
+        return pull_xcom(arg, context["ti"])
+
+    fixed = _resolved(partial, resolve)
+    if names == (KWARGS_LIST,):  # .expand_kwargs: this map index's dict
+        own = kwargs_of_index(context["task"], context, resolve)
+    else:  # the function gets the context's keys too (it takes **kwargs): keep the items
+        own = {name: given[name] for name in names}
+    token = _UNMAPPING.set(True)
+    try:
+        operator = cls(**fixed, **own)
+    finally:
+        _UNMAPPING.reset(token)
+    operator._task = context["task"]
+    return run_operator(operator)
+
+
+def _resolved(value: Any, resolve: Any) -> Any:
+    """``value`` with the XComArgs inside it replaced by their values."""
+    if isinstance(value, XComArg):
+        return resolve(value)
+    if isinstance(value, list | tuple):
+        return type(value)(_resolved(item, resolve) for item in value)
+    if isinstance(value, dict):
+        return {key: _resolved(item, resolve) for key, item in value.items()}
+    return value
+
+
+class MappedOperator(DependencyMixin):
+    """What ``.expand`` returns: the mapped task, its ``.output`` and dependencies."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.task_id = task.task_id
+
+    @property
+    def output(self) -> XComArg:
+        return XComArg(self.task)
+
+    def roots(self) -> list[Task]:
+        return [self.task]
+
+    def leaves(self) -> list[Task]:
+        return [self.task]

@@ -1,0 +1,40 @@
+"""Names of ``airflow.sdk`` Tradewind does not have yet, and the feature each belongs to.
+
+Importing one fails the DAG file with one line naming the feature, so an Airflow user sees what
+is missing rather than a bare ``cannot import name``; a task never starts to fail at run time.
+"""
+
+from __future__ import annotations
+
+_ASSETS = "assets (data-aware scheduling)"
+_PARTITIONS = "partitioned assets"
+
+FEATURES = {
+    "Asset": _ASSETS,
+    "AssetAlias": _ASSETS,
+    "AssetAll": _ASSETS,
+    "AssetAny": _ASSETS,
+    "AssetWatcher": _ASSETS,
+    "Metadata": _ASSETS,
+    "asset": _ASSETS,
+    "CronPartitionTimetable": _PARTITIONS,
+    "PartitionedAssetTimetable": _PARTITIONS,
+    "PartitionedAtRuntime": _PARTITIONS,
+    "setup": "setup and teardown tasks",
+    "teardown": "setup and teardown tasks",
+    "ObjectStoragePath": "ObjectStoragePath (object storage paths)",
+    "BaseSensorOperator": "sensors",
+    "PokeReturnValue": "sensors",
+}
+
+
+def missing_feature(name: str, module: str) -> ImportError | AttributeError:
+    """The error for ``from tradewind import name``: names the feature when it is a known one."""
+    feature = FEATURES.get(name)
+    if name.endswith(("Mapper", "Window")) or name in ("WaitForAll", "MinimumCount"):
+        feature = _PARTITIONS
+    if feature is None:
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
+    return ImportError(
+        f"{name} is not supported by Tradewind yet: {feature} (Airflow's airflow.sdk.{name})"
+    )
