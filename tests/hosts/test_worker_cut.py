@@ -87,8 +87,9 @@ def test_the_cut_hosts_task_is_stopped_and_its_writes_refused(cut_mid_try: Playe
 @pytest.mark.xfail(
     strict=True,
     reason="product gap: a supervisor cut from the store keeps its task running past the zombie "
-    "threshold (its heartbeat blocks on the dead connection, and nothing stops a try whose "
-    "heartbeats have not landed for that long), so the retry on another host runs meanwhile",
+    "threshold. The outage give-up (state/outage.py) bounds retries of statements that fail; on a "
+    "cut link the heartbeat's statement hangs instead (no TCP timeout on the store's connections, "
+    "state/db.py), so the retry on another host runs while the first body still does",
 )
 def test_no_body_ran_twice_at_once(cut_mid_try: Played) -> None:
     wait_for(lambda: _gone(cut_mid_try.first_pid), "the cut host's task process to end", 90)
