@@ -84,13 +84,6 @@ def test_the_cut_hosts_task_is_stopped_and_its_writes_refused(cut_mid_try: Playe
     assert (str(ti.state), ti.try_number) == ("success", 2)  # nothing the late host wrote won
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product gap: a supervisor cut from the store keeps its task running past the zombie "
-    "threshold. The outage give-up (state/outage.py) bounds retries of statements that fail; on a "
-    "cut link the heartbeat's statement hangs instead (no TCP timeout on the store's connections, "
-    "state/db.py), so the retry on another host runs while the first body still does",
-)
 def test_no_body_ran_twice_at_once(cut_mid_try: Played) -> None:
     wait_for(lambda: _gone(cut_mid_try.first_pid), "the cut host's task process to end", 90)
     assert overlaps(cut_mid_try.fleet.records()) == []
