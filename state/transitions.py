@@ -243,6 +243,17 @@ def transition_run(
 ) -> bool:
     """Move one DAG run; False when another writer moved it first."""
     check_allowed(DAG_RUN_TRANSITIONS, from_states, to_state)
+    return _move_run(session, run_pk, from_states, to_state, values)
+
+
+def _move_run(
+    session: Session,
+    run_pk: int,
+    from_states: Collection[DagRunState],
+    to_state: DagRunState,
+    values: Mapping[str, Any] | None,
+) -> bool:
+    """The conditional ``UPDATE`` of a run's state, once its table allowed the move."""
     statement = (
         update(_RUN)
         .where(_RUN.c.id == run_pk, _RUN.c.state.in_(list(from_states)))
@@ -285,13 +296,7 @@ def mark_run(
 ) -> bool:
     """A person's mark of a DAG run (``state.enums.DAG_RUN_MARKS``); False if it moved first."""
     check_allowed(DAG_RUN_MARKS, from_states, to_state)
-    statement = (
-        update(_RUN)
-        .where(_RUN.c.id == run_pk, _RUN.c.state.in_(list(from_states)))
-        .values(state=to_state, **(values or {}))
-    )
-    result: CursorResult[Any] = session.execute(statement)  # type: ignore[assignment]
-    return result.rowcount == 1
+    return _move_run(session, run_pk, from_states, to_state, values)
 
 
 def assert_fence(session: Session, fence: Fence) -> None:

@@ -21,14 +21,13 @@ from state.run_listing import TIRow
 _UNIXNAME = getpass.getuser()
 
 
-class TaskInstanceResponse(BaseModel):
-    id: uuid.UUID
+class _TryFields(BaseModel):
+    """The fields a task instance and one of its tries share (two schemas in Airflow's API)."""
+
     task_id: str
     dag_id: str
     dag_run_id: str
     map_index: int
-    logical_date: dt.datetime | None
-    run_after: dt.datetime
     start_date: dt.datetime | None
     end_date: dt.datetime | None
     duration: float | None
@@ -50,12 +49,18 @@ class TaskInstanceResponse(BaseModel):
     pid: int | None
     executor: str | None = "CeleryExecutor"
     executor_config: str = "{}"
+    dag_version: dict[str, Any] | None = None
+
+
+class TaskInstanceResponse(_TryFields):
+    id: uuid.UUID
+    logical_date: dt.datetime | None
+    run_after: dt.datetime
     note: str | None = None
     rendered_map_index: str | None
     rendered_fields: dict[str, Any] = {}
     trigger: dict[str, Any] | None = None
     triggerer_job: dict[str, Any] | None = None
-    dag_version: dict[str, Any] | None = None
 
 
 class TaskInstanceCollectionResponse(BaseModel):
@@ -63,33 +68,8 @@ class TaskInstanceCollectionResponse(BaseModel):
     total_entries: int | None
 
 
-class TaskInstanceHistoryResponse(BaseModel):
-    task_id: str
-    dag_id: str
-    dag_run_id: str
-    map_index: int
-    start_date: dt.datetime | None
-    end_date: dt.datetime | None
-    duration: float | None
-    state: str | None
-    try_number: int
-    max_tries: int
-    task_display_name: str
-    dag_display_name: str
-    hostname: str | None
-    unixname: str | None
-    pool: str
-    pool_slots: int = 1
-    queue: str | None
-    priority_weight: int | None = 1
-    operator: str | None = None
-    operator_name: str | None = None
-    queued_when: dt.datetime | None
-    scheduled_when: dt.datetime | None = None
-    pid: int | None
-    executor: str | None = "CeleryExecutor"
-    executor_config: str = "{}"
-    dag_version: dict[str, Any] | None = None
+class TaskInstanceHistoryResponse(_TryFields):
+    pass
 
 
 class TaskInstanceHistoryCollectionResponse(BaseModel):
