@@ -161,3 +161,13 @@ def statement_scope(url: str) -> Iterator[Session]:
         autocommit = connection.execution_options(isolation_level="AUTOCOMMIT")
         with Session(bind=autocommit, expire_on_commit=False) as session, session.begin():
             yield session
+
+
+def store_answers(url: str) -> bool:
+    """Whether the store at ``url`` answers a query now (for health checks)."""
+    try:
+        with get_engine(url).connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except exc.SQLAlchemyError:
+        return False
+    return True
