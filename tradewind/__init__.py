@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tradewind.asset_decorator import asset
+from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, Metadata
 from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
 from tradewind.dag import DAG, dag
@@ -35,6 +37,10 @@ __all__ = [
     "NEVER_EXPIRE",
     "AirflowFailException",
     "AirflowSkipException",
+    "Asset",
+    "AssetAlias",
+    "AssetAll",
+    "AssetAny",
     "BaseOperator",
     "Connection",
     "DagDefinitionError",
@@ -42,6 +48,7 @@ __all__ = [
     "ExceptionRetryPolicy",
     "FailTask",
     "Label",
+    "Metadata",
     "Param",
     "ParamValidationError",
     "RetryAction",
@@ -50,6 +57,7 @@ __all__ = [
     "TaskGroup",
     "TriggerRule",
     "Variable",
+    "asset",
     "chain",
     "cross_downstream",
     "dag",

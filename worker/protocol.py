@@ -122,8 +122,16 @@ class GetVariable(_Message):
     key: str
 
 
+class GetAssetEvents(_Message):
+    type: Literal["GetAssetEvents"] = "GetAssetEvents"
+    # An asset's URI, or ``alias:<name>`` for the events recorded through an alias.
+    uri: str
+
+
 class SucceedTask(_Message):
     type: Literal["SucceedTask"] = "SucceedTask"
+    # What the task set on its outlets (tradewind/asset_events.py): extras, alias resolutions.
+    asset_events: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class FailTask(_Message):
@@ -204,6 +212,11 @@ class VariableResult(_Message):
     value: str | None = None
 
 
+class AssetEventsResult(_Message):
+    type: Literal["AssetEventsResult"] = "AssetEventsResult"
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class OKResponse(_Message):
     type: Literal["OKResponse"] = "OKResponse"
 
@@ -229,6 +242,7 @@ ToSupervisor = Annotated[
     | MaskSecret
     | GetConnection
     | GetVariable
+    | GetAssetEvents
     | SucceedTask
     | FailTask
     | SkipTask,
@@ -241,6 +255,7 @@ ToTask = Annotated[
     | CheckpointBatchesResult
     | ConnectionResult
     | VariableResult
+    | AssetEventsResult
     | OKResponse
     | ErrorResponse,
     Field(discriminator="type"),

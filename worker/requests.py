@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from state import checkpoints as cp
+from state.assets import asset_events_for_task
 from state.connections import get_connection as read_connection
 from state.connections import get_variable as read_variable
 from state.db import session_scope
@@ -76,8 +77,14 @@ def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
 
 
 def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
-    ctx.outcome = Outcome("success")
+    ctx.outcome = Outcome("success", asset_events=tuple(request.asset_events))
     return p.OKResponse()
+
+
+def get_asset_events(ctx: TryContext, request: p.GetAssetEvents) -> p._Message:
+    with session_scope(ctx.url) as session:
+        events = asset_events_for_task(session, request.uri)
+    return p.AssetEventsResult(events=events)
 
 
 def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
@@ -113,6 +120,7 @@ HANDLERS: dict[type[p._Message], Handler] = {
     p.MaskSecret: mask_secret,
     p.GetConnection: get_connection,
     p.GetVariable: get_variable,
+    p.GetAssetEvents: get_asset_events,
     p.SucceedTask: succeed_task,
     p.FailTask: fail_task,
     p.SkipTask: skip_task,
