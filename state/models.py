@@ -308,6 +308,17 @@ class AssetDagRunQueue(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class AssetStateValue(Base):
+    """One key of an asset's state store: kept across runs, shared by every DAG using the asset."""
+
+    __tablename__ = "asset_state"
+
+    asset_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a
 # try's end, a scheduling pass): they skip the ORM's compile and execute layers.
 TI_TABLE: Table = TaskInstance.__table__  # type: ignore[assignment]

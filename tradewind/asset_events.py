@@ -126,3 +126,45 @@ class InletEventAccessors(Mapping[Any, list[AssetEventView]]):
 
     def __len__(self) -> int:
         return len(self._inlets)
+
+
+class AssetStateClient(Protocol):
+    """What the task's channel to its supervisor offers (``worker/task_runner/runner.py``)."""
+
+    def get_asset_state(self, uri: str, key: str) -> tuple[bool, Any]: ...
+
+    def set_asset_state(self, uri: str, key: str, value: Any) -> None: ...
+
+    def delete_asset_state(self, uri: str, key: str | None) -> None: ...
+
+
+class AssetStateStore:
+    """One asset's state store: ``get(key, default=...)``, ``set``, ``delete``, ``clear``."""
+
+    def __init__(self, client: AssetStateClient, uri: str) -> None:
+        self._client, self.uri = client, uri
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found, value = self._client.get_asset_state(self.uri, key)
+        return value if found else default
+
+    def set(self, key: str, value: Any) -> None:
+        self._client.set_asset_state(self.uri, key, value)
+
+    def delete(self, key: str) -> None:
+        self._client.delete_asset_state(self.uri, key)
+
+    def clear(self) -> None:
+        self._client.delete_asset_state(self.uri, None)
+
+
+class AssetStateStoreAccessors:
+    """``asset_state_store``: ``asset_state_store[asset]`` is that asset's state store."""
+
+    def __init__(self, client: AssetStateClient) -> None:
+        self._client = client
+
+    def __getitem__(self, key: Any) -> AssetStateStore:
+        if not isinstance(key, Asset):
+            raise InvalidAsset(f"asset_state_store is keyed by Asset, got {key!r}")
+        return AssetStateStore(self._client, str(key.uri))

@@ -128,6 +128,26 @@ class GetAssetEvents(_Message):
     uri: str
 
 
+class GetAssetStateValue(_Message):
+    type: Literal["GetAssetStateValue"] = "GetAssetStateValue"
+    uri: str
+    key: str
+
+
+class SetAssetStateValue(_Message):
+    type: Literal["SetAssetStateValue"] = "SetAssetStateValue"
+    uri: str
+    key: str
+    value: Any = None
+
+
+class DeleteAssetStateValue(_Message):
+    type: Literal["DeleteAssetStateValue"] = "DeleteAssetStateValue"
+    uri: str
+    # None: every key of the asset's state.
+    key: str | None = None
+
+
 class SucceedTask(_Message):
     type: Literal["SucceedTask"] = "SucceedTask"
     # What the task set on its outlets (tradewind/asset_events.py): extras, alias resolutions.
@@ -243,6 +263,9 @@ ToSupervisor = Annotated[
     | GetConnection
     | GetVariable
     | GetAssetEvents
+    | GetAssetStateValue
+    | SetAssetStateValue
+    | DeleteAssetStateValue
     | SucceedTask
     | FailTask
     | SkipTask,

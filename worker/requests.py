@@ -12,12 +12,12 @@ from typing import Any
 from urllib.parse import quote
 
 from state import checkpoints as cp
-from state.assets import asset_events_for_task
 from state.connections import get_connection as read_connection
 from state.connections import get_variable as read_variable
 from state.db import session_scope
 from state.outage import Retry, ride_out, store_probe
 from tradewind.connections import is_sensitive
+from worker import asset_requests as assets
 from worker import protocol as p
 from worker.state_store import serving as state
 from worker.try_context import Outcome, TryContext, answer
@@ -81,12 +81,6 @@ def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
     return p.OKResponse()
 
 
-def get_asset_events(ctx: TryContext, request: p.GetAssetEvents) -> p._Message:
-    with session_scope(ctx.url) as session:
-        events = asset_events_for_task(session, request.uri)
-    return p.AssetEventsResult(events=events)
-
-
 def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
     if ctx.lost:
         # Given up elsewhere (a zombie, a clear): the task must not run its failure callback.
@@ -120,7 +114,10 @@ HANDLERS: dict[type[p._Message], Handler] = {
     p.MaskSecret: mask_secret,
     p.GetConnection: get_connection,
     p.GetVariable: get_variable,
-    p.GetAssetEvents: get_asset_events,
+    p.GetAssetEvents: assets.get_asset_events,
+    p.GetAssetStateValue: assets.get_asset_state_value,
+    p.SetAssetStateValue: assets.set_asset_state_value,
+    p.DeleteAssetStateValue: assets.delete_asset_state_value,
     p.SucceedTask: succeed_task,
     p.FailTask: fail_task,
     p.SkipTask: skip_task,

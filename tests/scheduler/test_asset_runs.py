@@ -66,6 +66,16 @@ with DAG("needs_either", schedule=raw | clean):
 with DAG("needs_alias", schedule=[alias]):
     task(lambda: None, task_id="noop")()
 
+with DAG("stateful"):
+    @task(outlets=[raw])
+    def advance(asset_state_store=None):
+        state = asset_state_store[raw]
+        state.set("runs", state.get("runs", default=0) + 1)
+        state.set("summary", {"last": "ok"})
+        state.delete("summary")
+        return state.get("runs"), state.get("summary", default="gone")
+    advance()
+
 @asset(schedule=[raw])
 def summary(self, context):
     return self.uri
@@ -176,3 +186,10 @@ def test_a_failed_producer_records_no_event(home: Home) -> None:
         "summary",
     )
     assert create_asset_triggered_runs(home.url) == []
+
+
+def test_the_asset_state_store_keeps_values_across_runs_and_dags(home: Home) -> None:
+    for expected in (1, 2):
+        run_pk = home.trigger("stateful")
+        run_all(home, run_pk)
+        assert json.loads(home.xcoms(run_pk)[("advance", "return_value")]) == [expected, "gone"]

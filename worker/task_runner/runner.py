@@ -20,7 +20,12 @@ from collections.abc import Callable, Collection
 from types import CoroutineType, FrameType, FunctionType
 from typing import Any, NoReturn
 
-from tradewind.asset_events import InletEventAccessors, OutletEventAccessors, take_metadata
+from tradewind.asset_events import (
+    AssetStateStoreAccessors,
+    InletEventAccessors,
+    OutletEventAccessors,
+    take_metadata,
+)
 from tradewind.connections import Connection
 from tradewind.context import set_current_context
 from tradewind.dag import DAG
@@ -120,6 +125,17 @@ class Client:
         reply = self.request(p.GetAssetEvents(uri=uri))
         assert isinstance(reply, p.AssetEventsResult)
         return reply.events
+
+    def get_asset_state(self, uri: str, key: str) -> tuple[bool, Any]:
+        reply = self.request(p.GetAssetStateValue(uri=uri, key=key))
+        assert isinstance(reply, p.StateValueResult)
+        return reply.found, reply.value
+
+    def set_asset_state(self, uri: str, key: str, value: Any) -> None:
+        self.request(p.SetAssetStateValue(uri=uri, key=key, value=value))
+
+    def delete_asset_state(self, uri: str, key: str | None) -> None:
+        self.request(p.DeleteAssetStateValue(uri=uri, key=key))
 
 
 def _frame(message: p._Message | p.PreEncoded, request_id: int) -> bytes:
@@ -270,6 +286,7 @@ def build_context(details: p.TaskDetails, client: Client, dag: DAG, task: Task) 
     outlets, inlets = tuple(task.options.outlets), tuple(task.options.inlets)
     context["outlet_events"] = OutletEventAccessors(outlets)
     context["inlet_events"] = InletEventAccessors(client, inlets)
+    context["asset_state_store"] = AssetStateStoreAccessors(client)
     return context
 
 

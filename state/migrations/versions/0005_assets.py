@@ -1,4 +1,4 @@
-"""Assets, their events, the assets aliases resolved to, and what asset-scheduled DAGs wait on.
+"""Assets, their events and state stores, the assets aliases resolved to, what DAGs wait on.
 
 Revision ID: 0005
 Revises: 0004
@@ -61,6 +61,14 @@ def upgrade() -> None:
         batch_op.create_index("ix_asset_event_asset_id", ["asset_id", "id"], unique=False)
 
     op.create_table(
+        "asset_state",
+        sa.Column("asset_id", sa.Integer(), nullable=False),
+        sa.Column("key", sa.String(length=512), nullable=False),
+        sa.Column("value", sa.Text(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("asset_id", "key", name=op.f("pk_asset_state")),
+    )
+    op.create_table(
         "dag_asset_reference",
         sa.Column("dag_id", sa.String(length=250), nullable=False),
         sa.Column("reference", sa.String(length=1600), nullable=False),
@@ -70,6 +78,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("dag_asset_reference")
+    op.drop_table("asset_state")
     with op.batch_alter_table("asset_event", schema=None) as batch_op:
         batch_op.drop_index("ix_asset_event_asset_id")
 
