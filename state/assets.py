@@ -121,6 +121,7 @@ def _queue_for_consumers(
     by_reference: dict[str, set[int]] = {}
     for event in events:
         by_reference.setdefault(f"asset:{event.uri}", set()).add(ids[event.uri])
+        by_reference.setdefault(f"name:{event.name or event.uri}", set()).add(ids[event.uri])
         if event.alias:
             by_reference.setdefault(f"alias:{event.alias}", set()).add(ids[event.uri])
     consumers = session.execute(
@@ -143,13 +144,17 @@ def dags_with_queued_assets(session: Session) -> list[str]:
 
 
 def queued_assets(session: Session, dag_id: str) -> dict[str, int]:
-    """The URIs (and ids) of the assets updated since ``dag_id``'s last asset-triggered run."""
+    """The assets updated since ``dag_id``'s last asset-triggered run: their ids by URI, and by
+    ``name:<name>`` too (``Asset.ref(name=...)`` names an asset by its name)."""
     rows = session.execute(
-        select(Asset.uri, Asset.id)
+        select(Asset.uri, Asset.name, Asset.id)
         .join(AssetDagRunQueue, AssetDagRunQueue.asset_id == Asset.id)
         .where(AssetDagRunQueue.target_dag_id == dag_id)
     )
-    return {uri: asset_id for uri, asset_id in rows}
+    queued: dict[str, int] = {}
+    for uri, name, asset_id in rows:
+        queued[uri] = queued[f"name:{name}"] = asset_id
+    return queued
 
 
 def consume(session: Session, dag_id: str, asset_ids_: Iterable[int]) -> None:
@@ -292,23 +297,25 @@ def _alias_events(session: Session, alias: str, limit: int) -> list[EventView]:
 def events_of_success(
     outlets: Sequence[Mapping[str, Any]], sent: Sequence[Mapping[str, Any]]
 ) -> tuple[OutletEvent, ...]:
-    """The events a success records: one per asset outlet (with the extra the task set on it),
-    and one per asset the task added to an alias outlet (``outlet_events[alias].add``)."""
-    extras = {item["uri"]: item.get("extra") or {} for item in sent if not item.get("alias")}
+    """The events a success records: one per asset outlet (with the extra the task set on it;
+    one per partition key when it named some), and one per asset the task added to an alias
+    outlet (``outlet_events[alias].add``)."""
+    own = {item["uri"]: item for item in sent if not item.get("alias")}
     aliases = {outlet["alias"] for outlet in outlets if "alias" in outlet}
-    events = [
-        OutletEvent(
-            outlet["asset"],
-            outlet.get("name"),
-            outlet.get("group", "asset"),
-            {**(outlet.get("extra") or {}), **extras.get(outlet["asset"], {})},
-        )
-        for outlet in outlets
-        if "asset" in outlet
-    ]
+    events: list[OutletEvent] = []
+    for outlet in outlets:
+        if "asset" in outlet:
+            events += _outlet_events(outlet, own.get(outlet["asset"], {}))
     for item in sent:
         if item.get("alias") in aliases:
             group = item.get("group", "asset")
             extra = item.get("extra") or {}
             events.append(OutletEvent(item["uri"], item.get("name"), group, extra, item["alias"]))
     return tuple(events)
+
+
+def _outlet_events(outlet: Mapping[str, Any], item: Mapping[str, Any]) -> list[OutletEvent]:
+    uri, name, group = outlet["asset"], outlet.get("name"), outlet.get("group", "asset")
+    extra = {**(outlet.get("extra") or {}), **(item.get("extra") or {})}
+    keys = item.get("partition_keys") or [None]
+    return [OutletEvent(uri, name, group, extra, partition_key=key) for key in keys]

@@ -43,9 +43,16 @@ def asset(
     return decorate
 
 
+#: Parameters of an ``@asset`` function that receive a context key, not an inlet asset.
+_CONTEXT_KEYS = frozenset(
+    {"self", "context", "outlet_events", "inlet_events", "asset_state_store", "ti", "dag_run"}
+    | {"params", "run_id", "logical_date", "task_instance", "partition_key", "dag", "task"}
+)
+
+
 def _inlet_names(function: Callable[..., Any]) -> list[str]:
     names = list(inspect.signature(function).parameters)
-    return [n for n in names if n not in ("self", "context")]
+    return [n for n in names if n not in _CONTEXT_KEYS]
 
 
 def _named(name: str) -> Asset:
@@ -59,6 +66,7 @@ def _materializer(function: Callable[..., Any], made: Asset) -> Callable[..., An
     def materialize(**context: Any) -> Any:
         given = {"self": made, "context": context}
         names = inspect.signature(function).parameters
+        given.update({n: context[n] for n in names if n in _CONTEXT_KEYS and n in context})
         return function(**{n: given[n] if n in given else _named(n) for n in names})
 
     del materialize.__wrapped__  # its signature is the context's, not the function's

@@ -24,6 +24,15 @@ class OutletEventAccessor:
     key: Asset | AssetAlias
     extra: dict[str, Any] = field(default_factory=dict)
     added: list[tuple[Asset, dict[str, Any]]] = field(default_factory=list)
+    partition_keys: list[str] = field(default_factory=list)
+
+    def add_partitions(self, keys: str | list[str]) -> None:
+        """The partitions this success wrote: one event per key (a key given twice is one)."""
+        for key in [keys] if isinstance(keys, str) else list(keys):
+            if not isinstance(key, str) or not key:
+                raise InvalidAsset(f"a partition key is a non-empty string, got {key!r}")
+            if key not in self.partition_keys:
+                self.partition_keys.append(key)
 
     def add(self, asset: Asset, extra: Mapping[str, Any] | None = None) -> None:
         if not isinstance(self.key, AssetAlias):
@@ -60,8 +69,9 @@ class OutletEventAccessors(Mapping[Any, OutletEventAccessor]):
         sent: list[dict[str, Any]] = []
         for key, accessor in self._accessors.items():
             if isinstance(key, Asset):
-                if accessor.extra:
-                    sent.append({"uri": key.uri, "name": key.name, "extra": accessor.extra})
+                if accessor.extra or accessor.partition_keys:
+                    item = {"uri": key.uri, "name": key.name, "extra": accessor.extra}
+                    sent.append({**item, "partition_keys": accessor.partition_keys})
                 continue
             for asset, extra in accessor.added:
                 item = {"uri": asset.uri, "name": asset.name, "group": asset.group}

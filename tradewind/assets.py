@@ -87,6 +87,25 @@ class Asset(BaseAsset):
     def as_outlet(self) -> dict[str, Any]:
         return {"asset": self.key, "name": self.name, "group": self.group, "extra": self.extra}
 
+    @staticmethod
+    def ref(*, name: str | None = None, uri: str | None = None) -> BaseAsset:
+        """An asset named by its name (or URI) alone, defined elsewhere (``Asset.ref``)."""
+        if uri is not None:
+            return Asset(uri=uri)
+        if not name:
+            raise InvalidAsset("Asset.ref() needs a name or a uri")
+        return AssetNameRef(name)
+
+
+@dataclass(frozen=True)
+class AssetNameRef(BaseAsset):
+    """An asset known here by its name only: it holds when an asset of that name is updated."""
+
+    name: str
+
+    def as_condition(self) -> dict[str, Any]:
+        return {"asset_name": self.name}
+
 
 def check_uri(uri: str) -> str:
     """``uri`` if an asset may have it; otherwise ``InvalidAsset`` says why."""
@@ -174,6 +193,8 @@ def references(condition: Mapping[str, Any]) -> set[str]:
         return {f"asset:{condition['asset']}"}
     if "alias" in condition:
         return {f"alias:{condition['alias']}"}
+    if "asset_name" in condition:
+        return {f"name:{condition['asset_name']}"}
     parts = condition.get("all") or condition.get("any") or []
     return set().union(*(references(part) for part in parts))
 
@@ -181,7 +202,8 @@ def references(condition: Mapping[str, Any]) -> set[str]:
 def evaluate(
     condition: Mapping[str, Any], updated: set[str], aliases: Mapping[str, set[str]]
 ) -> bool:
-    """Whether ``condition`` holds when the asset URIs ``updated`` have new events.
+    """Whether ``condition`` holds when the asset URIs ``updated`` have new events (and the
+    asset names, as ``name:<name>``, for ``Asset.ref(name=...)``).
 
     An alias holds when any asset it has resolved to (``aliases``: alias name -> URIs) is updated.
     """
@@ -189,6 +211,8 @@ def evaluate(
         return condition["asset"] in updated
     if "alias" in condition:
         return bool(aliases.get(condition["alias"], set()) & updated)
+    if "asset_name" in condition:
+        return f"name:{condition['asset_name']}" in updated
     if "all" in condition:
         return all(evaluate(part, updated, aliases) for part in condition["all"])
     return any(evaluate(part, updated, aliases) for part in condition["any"])

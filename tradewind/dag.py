@@ -20,6 +20,7 @@ from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.assets import InvalidAsset, condition_of, outlets_structure
 from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
+from tradewind.partitions import time_schedule_of
 from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
 
@@ -57,8 +58,9 @@ class DAG:
         self.dag_id = dag_id
         self.schedule = schedule
         try:
-            self.asset_condition = condition_of(schedule)
-            self._schedule_text = None if self.asset_condition else parse_schedule(schedule)
+            plain = time_schedule_of(schedule)  # a partition timetable, as a plain schedule
+            self.asset_condition = condition_of(plain)
+            self._schedule_text = None if self.asset_condition else parse_schedule(plain)
         except (InvalidSchedule, InvalidAsset) as error:
             raise DagDefinitionError(f"DAG {dag_id}: {error}") from None
         self.start_date = _aware(start_date)

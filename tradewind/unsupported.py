@@ -11,9 +11,6 @@ _PARTITIONS = "partitioned assets"
 
 FEATURES = {
     "AssetWatcher": _ASSETS,
-    "CronPartitionTimetable": _PARTITIONS,
-    "PartitionedAssetTimetable": _PARTITIONS,
-    "PartitionedAtRuntime": _PARTITIONS,
     "setup": "setup and teardown tasks",
     "teardown": "setup and teardown tasks",
     "ObjectStoragePath": "ObjectStoragePath (object storage paths)",
