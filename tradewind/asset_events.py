@@ -54,6 +54,9 @@ class OutletEventAccessors(Mapping[Any, OutletEventAccessor]):
             key = next((o for o in self._outlets if getattr(o, "uri", None) == key), Asset(key))
         if not isinstance(key, Asset | AssetAlias):
             raise InvalidAsset(f"outlet_events is keyed by Asset or AssetAlias, got {key!r}")
+        if isinstance(key, AssetAlias) and key not in self._outlets:
+            # Its events would be dropped: the supervisor records aliases of outlets only.
+            raise InvalidAsset(f"unknown alias {key.name!r}: it is not among the task's outlets")
         if key not in self._accessors:
             self._accessors[key] = OutletEventAccessor(key)
         return self._accessors[key]

@@ -51,6 +51,12 @@ with DAG("produce_through_alias"):
         outlet_events[alias].add(Asset("s3://bucket/resolved"), extra={"via": "alias"})
     resolve()
 
+with DAG("unknown_alias"):
+    @task(outlets=[raw])
+    def stray(outlet_events=None):
+        outlet_events[AssetAlias("nowhere")].add(raw)
+    stray()
+
 with DAG("needs_raw", schedule=[raw]):
     @task(inlets=[raw])
     def read(inlet_events=None):
@@ -193,3 +199,13 @@ def test_the_asset_state_store_keeps_values_across_runs_and_dags(home: Home) -> 
         run_pk = home.trigger("stateful")
         run_all(home, run_pk)
         assert json.loads(home.xcoms(run_pk)[("advance", "return_value")]) == [expected, "gone"]
+
+
+def test_an_alias_that_is_not_an_outlet_fails_the_task_in_one_line(home: Home) -> None:
+    run_pk = home.trigger("unknown_alias")
+    run_all(home, run_pk)
+    assert home.run_state(run_pk) == "failed"
+    error = home.ti(run_pk, "stray").error
+    assert error == "InvalidAsset: unknown alias 'nowhere': it is not among the task's outlets"
+    with session_scope(home.url) as session:
+        assert list_events(session, "s3://bucket/raw") == []
