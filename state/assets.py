@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from state.models import (
@@ -25,7 +25,7 @@ from state.models import (
     DagAssetReference,
     utcnow,
 )
-from state.upserts import insert_missing
+from state.upserts import insert_for, insert_missing
 from tradewind.assets import references
 
 
@@ -95,8 +95,9 @@ def record_events(
 ) -> int:
     """Write ``events`` of one try and queue their assets for the DAGs waiting on them."""
     ids = asset_ids(session, events)
+    rows = []
     for event in events:
-        session.add(
+        rows.append(
             AssetEvent(
                 asset_id=ids[event.uri],
                 extra=dict(event.extra),
@@ -109,14 +110,21 @@ def record_events(
                 timestamp=at,
             )
         )
+    session.add_all(rows)
+    session.flush()  # the events' ids: the queue keeps the latest of each asset
+    latest = {row.asset_id: row.id for row in rows}
     resolved = [{"alias_name": e.alias, "asset_id": ids[e.uri]} for e in events if e.alias]
     insert_missing(session, AssetAliasAsset, resolved, ["alias_name", "asset_id"])
-    _queue_for_consumers(session, events, ids, at)
+    _queue_for_consumers(session, events, ids, latest, at)
     return len(events)
 
 
 def _queue_for_consumers(
-    session: Session, events: Sequence[OutletEvent], ids: Mapping[str, int], at: dt.datetime
+    session: Session,
+    events: Sequence[OutletEvent],
+    ids: Mapping[str, int],
+    latest: Mapping[int, int],
+    at: dt.datetime,
 ) -> None:
     by_reference: dict[str, set[int]] = {}
     for event in events:
@@ -130,11 +138,27 @@ def _queue_for_consumers(
         )
     )
     rows = [
-        {"target_dag_id": dag_id, "asset_id": asset_id, "created_at": at}
+        {
+            "target_dag_id": dag_id,
+            "asset_id": asset_id,
+            "last_event_id": latest[asset_id],
+            "created_at": at,
+        }
         for dag_id, reference in consumers
         for asset_id in sorted(by_reference[reference])
     ]
-    insert_missing(session, AssetDagRunQueue, rows, ["target_dag_id", "asset_id"])
+    rows = list({(r["target_dag_id"], r["asset_id"]): r for r in rows}.values())
+    if not rows:
+        return
+    # An asset already queued takes the newer event's id: a scheduler consuming the older one
+    # (consume) then leaves the row, and this update, for the next run.
+    statement = insert_for(session)(AssetDagRunQueue).values(rows)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["target_dag_id", "asset_id"],
+            set_={"last_event_id": statement.excluded.last_event_id},
+        )
+    )
 
 
 def dags_with_queued_assets(session: Session) -> list[str]:
@@ -143,28 +167,42 @@ def dags_with_queued_assets(session: Session) -> list[str]:
     return list(session.scalars(query))
 
 
-def queued_assets(session: Session, dag_id: str) -> dict[str, int]:
-    """The assets updated since ``dag_id``'s last asset-triggered run: their ids by URI, and by
+@dataclass(frozen=True)
+class Queued:
+    """An asset on a DAG's queue, and the latest event that put it there."""
+
+    asset_id: int
+    last_event_id: int
+
+
+def queued_assets(session: Session, dag_id: str) -> dict[str, Queued]:
+    """The assets updated since ``dag_id``'s last asset-triggered run, by URI and by
     ``name:<name>`` too (``Asset.ref(name=...)`` names an asset by its name)."""
     rows = session.execute(
-        select(Asset.uri, Asset.name, Asset.id)
+        select(Asset.uri, Asset.name, Asset.id, AssetDagRunQueue.last_event_id)
         .join(AssetDagRunQueue, AssetDagRunQueue.asset_id == Asset.id)
         .where(AssetDagRunQueue.target_dag_id == dag_id)
     )
-    queued: dict[str, int] = {}
-    for uri, name, asset_id in rows:
-        queued[uri] = queued[f"name:{name}"] = asset_id
+    queued: dict[str, Queued] = {}
+    for uri, name, asset_id, last_event_id in rows:
+        queued[uri] = queued[f"name:{name}"] = Queued(asset_id, last_event_id)
     return queued
 
 
-def consume(session: Session, dag_id: str, asset_ids_: Iterable[int]) -> None:
-    """Take the assets ``asset_ids_`` off ``dag_id``'s queue: its new run consumed them."""
-    session.execute(
-        delete(AssetDagRunQueue).where(
-            AssetDagRunQueue.target_dag_id == dag_id,
-            AssetDagRunQueue.asset_id.in_(list(asset_ids_)),
+def consume(session: Session, dag_id: str, seen: Iterable[Queued]) -> None:
+    """Take what a new run of ``dag_id`` consumed off its queue: an asset updated again since
+    it was read (a newer ``last_event_id``) stays queued."""
+    matches = [
+        and_(
+            AssetDagRunQueue.asset_id == q.asset_id,
+            AssetDagRunQueue.last_event_id <= q.last_event_id,
         )
-    )
+        for q in set(seen)
+    ]
+    if matches:
+        session.execute(
+            delete(AssetDagRunQueue).where(AssetDagRunQueue.target_dag_id == dag_id, or_(*matches))
+        )
 
 
 def alias_resolutions(session: Session, names: Iterable[str]) -> dict[str, set[str]]:

@@ -305,6 +305,8 @@ class AssetDagRunQueue(Base):
 
     target_dag_id: Mapped[str] = mapped_column(String(250), primary_key=True)
     asset_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # The latest event that queued it: a run consumes the row only up to the event it read.
+    last_event_id: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

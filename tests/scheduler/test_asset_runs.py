@@ -19,7 +19,7 @@ from broker_config import message_of
 from scheduler import loop
 from scheduler.asset_runs import create_asset_triggered_runs
 from scheduler.loop import Scheduler
-from state.assets import list_assets, list_events
+from state.assets import consume, list_assets, list_events, queued_assets
 from state.db import session_scope
 from state.models import AssetDagRunQueue, DagRun
 from state.scheduling import Enqueue
@@ -209,3 +209,19 @@ def test_an_alias_that_is_not_an_outlet_fails_the_task_in_one_line(home: Home) -
     assert error == "InvalidAsset: unknown alias 'nowhere': it is not among the task's outlets"
     with session_scope(home.url) as session:
         assert list_events(session, "s3://bucket/raw") == []
+
+
+def test_an_update_after_the_queue_was_read_is_left_for_the_next_run(home: Home) -> None:
+    produce(home, "produce_raw")
+    with session_scope(home.url) as session:
+        read = queued_assets(session, "needs_raw")
+    produce(home, "produce_raw")  # updated again between the read and the consume
+    with session_scope(home.url) as session:
+        consume(session, "needs_raw", read.values())
+        assert set(queued_assets(session, "needs_raw")) == {
+            "s3://bucket/raw",
+            "name:s3://bucket/raw",
+        }
+    assert len(create_asset_triggered_runs(home.url)) >= 1
+    with session_scope(home.url) as session:
+        assert queued_assets(session, "needs_raw") == {}

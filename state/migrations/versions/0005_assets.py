@@ -40,6 +40,7 @@ def upgrade() -> None:
         "asset_dag_run_queue",
         sa.Column("target_dag_id", sa.String(length=250), nullable=False),
         sa.Column("asset_id", sa.Integer(), nullable=False),
+        sa.Column("last_event_id", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("target_dag_id", "asset_id", name=op.f("pk_asset_dag_run_queue")),
     )
