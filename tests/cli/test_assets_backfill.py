@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from types import SimpleNamespace
 
+import pytest
 from sqlalchemy import select
 from typer.testing import Result
 
+from scheduler import loop
+from scheduler.loop import Scheduler
 from state.db import session_scope
 from state.models import DagRun
 from tradewind.settings import get_settings
@@ -66,6 +70,18 @@ def test_backfill_creates_a_queued_run_per_interval_once(cli: Cli, env: CliEnv) 
     )
     document = json.loads(again.stdout)
     assert len(document["created"]) == 1 and len(document["existing"]) == 2
+
+
+def test_the_scheduler_starts_backfill_runs_within_max_active_runs(
+    cli: Cli, env: CliEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (env.dags / "daily.py").write_text(DAILY)
+    cli("dags", "backfill", "daily", "--from-date", "2024-01-01", "--to-date", "2024-01-03")
+    monkeypatch.setattr(loop, "publish_many", lambda app, ready: len(ready))
+    scheduler = Scheduler(get_settings(), app=SimpleNamespace(main="stub"))  # type: ignore[arg-type]
+    scheduler.run_once()
+    states = sorted(state for _, run_type, state in runs("daily") if run_type == "backfill")
+    assert states == ["queued", "running", "running"]  # max_active_runs=2
 
 
 def test_backfill_refuses_bad_input_in_one_line(cli: Cli, env: CliEnv) -> None:
