@@ -9,12 +9,14 @@ try's end. ``inlet_events[asset]`` asks the supervisor for the asset's events (`
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tradewind.assets import Asset, AssetAlias, InvalidAsset, Metadata
+from tradewind.partitions import run_partition_key
 
 
 @dataclass
@@ -181,3 +183,26 @@ class AssetStateStoreAccessors:
         if not isinstance(key, Asset):
             raise InvalidAsset(f"asset_state_store is keyed by Asset, got {key!r}")
         return AssetStateStore(self._client, str(key.uri))
+
+
+def asset_context(context: Mapping[str, Any], dag: Any, task: Any, client: Any) -> dict[str, Any]:
+    """The asset keys of a try's context: ``outlet_events``, ``inlet_events``,
+    ``asset_state_store``, and the partition of a ``CronPartitionTimetable`` DAG's scheduled run
+    (``dag_run.partition_key``, ``partition_key``), which its asset outlets' events carry."""
+    outlets, inlets = tuple(task.options.outlets), tuple(task.options.inlets)
+    keys: dict[str, Any] = {
+        "outlet_events": OutletEventAccessors(outlets),
+        "inlet_events": InletEventAccessors(client, inlets),
+        "asset_state_store": AssetStateStoreAccessors(client),
+    }
+    dag_run = context["dag_run"]
+    key = run_partition_key(dag.schedule, dag_run.run_type, dag_run.logical_date)
+    if key is not None:
+        keys["dag_run"] = dataclasses.replace(
+            dag_run, partition_key=key, partition_date=dag_run.logical_date
+        )
+        keys["partition_key"] = key
+        for outlet in outlets:
+            if isinstance(outlet, Asset):
+                keys["outlet_events"][outlet].add_partitions(key)
+    return keys

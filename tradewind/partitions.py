@@ -5,7 +5,9 @@
 leaves the keys to the task (``outlet_events[asset].add_partitions(...)``). A mapper turns an
 upstream partition key into the downstream one (``to_downstream``), as pure functions.
 
-What Tradewind does not do yet: a downstream run per *aligned* partition key. A partitioned
+A ``CronPartitionTimetable`` DAG's scheduled run is the partition of its logical date
+(``run_partition_key``): its asset outlets' events carry that key. What Tradewind does not do
+yet: a downstream run per *aligned* partition key. A partitioned
 asset schedule creates a run when its asset condition holds, like any asset schedule, and the
 mappers are stored with the DAG's structure for display (docs/airflow-compatibility.md).
 """
@@ -249,3 +251,11 @@ def time_schedule_of(schedule: Any) -> Any:
     if isinstance(schedule, PartitionedAssetTimetable):
         return schedule.assets
     return schedule
+
+
+def run_partition_key(schedule: Any, run_type: str, logical_date: dt.datetime | None) -> str | None:
+    """The partition a run is: its logical date, for a ``CronPartitionTimetable`` DAG's
+    scheduled (or backfilled) runs; None for any other run."""
+    if not isinstance(schedule, CronPartitionTimetable) or logical_date is None:
+        return None
+    return logical_date.strftime(KEY_FORMAT) if run_type in ("scheduled", "backfill") else None

@@ -28,7 +28,7 @@ class DagRunInfo:
     logical_date: dt.datetime | None = None
     data_interval_start: dt.datetime | None = None
     data_interval_end: dt.datetime | None = None
-    # Partitioned assets (tradewind/partitions.py): not tracked per run yet, so always None.
+    # A CronPartitionTimetable DAG's scheduled run's partition (tradewind/asset_events.py).
     partition_key: str | None = None
     partition_date: dt.datetime | None = None
 

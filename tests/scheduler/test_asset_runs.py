@@ -7,6 +7,7 @@ scheduler's loop with its broker stubbed (the fleet test, tests/integration, sen
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,12 +23,13 @@ from scheduler.loop import Scheduler
 from state.assets import consume, list_assets, list_events, queued_assets
 from state.db import session_scope
 from state.models import AssetDagRunQueue, DagRun
+from state.runs import create_run
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
 from worker.execute import execute
 
 DAGS = """
-from tradewind import DAG, Asset, AssetAlias, Metadata, asset, dag, task
+from tradewind import DAG, Asset, AssetAlias, CronPartitionTimetable, Metadata, asset, dag, task
 
 raw = Asset("s3://bucket/raw", extra={"kind": "raw"})
 clean = Asset(name="clean", uri="file:///data/clean")
@@ -50,6 +52,12 @@ with DAG("produce_through_alias"):
     def resolve(outlet_events=None):
         outlet_events[alias].add(Asset("s3://bucket/resolved"), extra={"via": "alias"})
     resolve()
+
+with DAG("hourly_partitions", schedule=CronPartitionTimetable("0 * * * *", timezone="UTC")):
+    @task(outlets=[clean])
+    def partition(dag_run=None, partition_key=None):
+        return [dag_run.partition_key, partition_key]
+    partition()
 
 with DAG("unknown_alias"):
     @task(outlets=[raw])
@@ -225,3 +233,18 @@ def test_an_update_after_the_queue_was_read_is_left_for_the_next_run(home: Home)
     assert len(create_asset_triggered_runs(home.url)) >= 1
     with session_scope(home.url) as session:
         assert queued_assets(session, "needs_raw") == {}
+
+
+def test_a_cron_partition_run_is_the_partition_of_its_logical_date(home: Home) -> None:
+    end = dt.datetime(2026, 6, 14, 3, tzinfo=dt.UTC)
+    with session_scope(home.url) as session:
+        interval = (end - dt.timedelta(hours=1), end)
+        run = create_run(session, "hourly_partitions", run_type="scheduled", data_interval=interval)
+        session.flush()
+        run_pk = run.id
+    run_all(home, run_pk)
+    key = "2026-06-14T03:00:00"
+    assert json.loads(home.xcoms(run_pk)[("partition", "return_value")]) == [key, key]
+    with session_scope(home.url) as session:
+        (event,) = list_events(session, "file:///data/clean")
+    assert event.partition_key == key

@@ -20,12 +20,7 @@ from collections.abc import Callable, Collection
 from types import CoroutineType, FrameType, FunctionType
 from typing import Any, NoReturn
 
-from tradewind.asset_events import (
-    AssetStateStoreAccessors,
-    InletEventAccessors,
-    OutletEventAccessors,
-    take_metadata,
-)
+from tradewind.asset_events import asset_context, take_metadata
 from tradewind.connections import Connection
 from tradewind.context import set_current_context
 from tradewind.dag import DAG
@@ -283,10 +278,7 @@ def _callback(callback: Any, context: dict[str, Any]) -> None:
 
 def build_context(details: p.TaskDetails, client: Client, dag: DAG, task: Task) -> dict[str, Any]:
     context = task_context(details, client, dag, task)
-    outlets, inlets = tuple(task.options.outlets), tuple(task.options.inlets)
-    context["outlet_events"] = OutletEventAccessors(outlets)
-    context["inlet_events"] = InletEventAccessors(client, inlets)
-    context["asset_state_store"] = AssetStateStoreAccessors(client)
+    context.update(asset_context(context, dag, task, client))
     return context
 
 
