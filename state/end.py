@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from state.assets import EventSource, OutletEvent, record_events
 from state.db import get_engine, session_scope, statement_scope
 from state.end_plan import FirstWaiting, FullPass, Plan, Successor, plan_end
 from state.enums import TaskInstanceState
@@ -46,6 +47,9 @@ class TryEnd:
     values: Mapping[str, Any]
     # The moment of the end: a try queued in its slot is queued at that moment too.
     at: dt.datetime
+    # The assets a success updated (state/assets.py): written with the end, fenced by the try.
+    asset_events: tuple[OutletEvent, ...] = ()
+    map_index: int = -1
 
     def __str__(self) -> str:
         return f"{self.dag_id}/{self.run_id}/{self.task_id} try {self.fence.try_number}"
@@ -61,7 +65,8 @@ class Recorded(NamedTuple):
 
 def end_try(url: str, end: TryEnd) -> Recorded:
     """Record ``end`` and act on its plan; the plan's failure leaves the end recorded alone."""
-    plan = _plan(end)
+    # Events are written in the end's transaction: the full pass's path has one.
+    plan = FullPass() if end.asset_events else _plan(end)
     try:
         return _carry_out(url, end, plan)
     except SQLAlchemyError:
@@ -136,4 +141,7 @@ def record_end(session: Session, end: TryEnd) -> bool:
     moved = transition_tis(
         session, [end.fence.ti_id], [TI.RUNNING], end.state, end.values, end.fence
     )
+    if moved == 1 and end.asset_events:
+        source = EventSource(end.dag_id, end.run_id, end.task_id, end.map_index)
+        record_events(session, source, end.asset_events, end.at)
     return moved == 1

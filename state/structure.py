@@ -76,6 +76,8 @@ class TaskSpec(_Frozen):
     owner: str = "airflow"
     upstream_labels: Mapping[str, str] = {}
     doc_md: str | None = None
+    # What a success updates: ``{"asset": uri, ...}`` or ``{"alias": name}`` (tradewind/assets.py).
+    outlets: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def max_tries(self) -> int:
@@ -107,6 +109,8 @@ class DagStructure(_Frozen):
 
     dag_id: str
     schedule: str | None = None
+    # An asset condition (tradewind/assets.py) the DAG's runs wait on, instead of a time schedule.
+    asset_condition: Mapping[str, Any] | None = None
     start_date: str | None = None
     catchup: bool = False
     max_active_tasks: int = DEFAULT_MAX_ACTIVE_TASKS

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tradewind.asset_decorator import asset
+from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, Metadata
 from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
 from tradewind.dag import DAG, dag
@@ -23,6 +25,30 @@ from tradewind.exceptions import (
 )
 from tradewind.operators import BaseOperator
 from tradewind.params import Param, ParamValidationError
+from tradewind.partitions import (
+    AllowedKeyMapper,
+    CronPartitionTimetable,
+    DayWindow,
+    FanOutMapper,
+    FixedKeyMapper,
+    IdentityMapper,
+    MinimumCount,
+    MonthWindow,
+    PartitionedAssetTimetable,
+    PartitionedAtRuntime,
+    PartitionMapper,
+    ProductMapper,
+    RollupMapper,
+    SegmentWindow,
+    StartOfDayMapper,
+    StartOfHourMapper,
+    StartOfMonthMapper,
+    StartOfWeekMapper,
+    StartOfYearMapper,
+    WaitForAll,
+    WeekWindow,
+    Window,
+)
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
@@ -35,21 +61,49 @@ __all__ = [
     "NEVER_EXPIRE",
     "AirflowFailException",
     "AirflowSkipException",
+    "AllowedKeyMapper",
+    "Asset",
+    "AssetAlias",
+    "AssetAll",
+    "AssetAny",
     "BaseOperator",
     "Connection",
+    "CronPartitionTimetable",
     "DagDefinitionError",
+    "DayWindow",
     "EdgeModifier",
     "ExceptionRetryPolicy",
     "FailTask",
+    "FanOutMapper",
+    "FixedKeyMapper",
+    "IdentityMapper",
     "Label",
+    "Metadata",
+    "MinimumCount",
+    "MonthWindow",
     "Param",
     "ParamValidationError",
+    "PartitionMapper",
+    "PartitionedAssetTimetable",
+    "PartitionedAtRuntime",
+    "ProductMapper",
     "RetryAction",
     "RetryRule",
+    "RollupMapper",
+    "SegmentWindow",
     "SkipTask",
+    "StartOfDayMapper",
+    "StartOfHourMapper",
+    "StartOfMonthMapper",
+    "StartOfWeekMapper",
+    "StartOfYearMapper",
     "TaskGroup",
     "TriggerRule",
     "Variable",
+    "WaitForAll",
+    "WeekWindow",
+    "Window",
+    "asset",
     "chain",
     "cross_downstream",
     "dag",

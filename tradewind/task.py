@@ -64,6 +64,9 @@ class TaskOptions:
     params: dict[str, Any] | None = None
     templates_dict: dict[str, Any] | None = None
     templates_exts: Sequence[str] | None = None
+    # Assets (tradewind/assets.py): what a success updates, and what the task reads.
+    outlets: Sequence[Any] = ()
+    inlets: Sequence[Any] = ()
 
     def __post_init__(self) -> None:
         self.retry_delay = as_timedelta(self.retry_delay, "retry_delay")

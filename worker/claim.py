@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
+from state.assets import OutletEvent, events_of_success
 from state.db import statement_scope
 from state.end import Recorded, TryEnd
 from state.enums import TaskInstanceState
@@ -61,7 +62,15 @@ class Claim:
             state=final.state,
             values=end_values(self, final, now),
             at=now,
+            asset_events=_asset_events(self.task_spec, final),
+            map_index=ti.map_index,
         )
+
+
+def _asset_events(spec: TaskSpec, final: Final) -> tuple[OutletEvent, ...]:
+    if final.state != TI.SUCCESS or not spec.outlets:
+        return ()
+    return events_of_success(spec.outlets, final.asset_events)
 
 
 def claim_try(
@@ -184,6 +193,8 @@ class Final:
     error: str | None = None
     # A retry policy's delay for this failure; None: the task's retry_delay (and backoff).
     retry_delay_seconds: float | None = None
+    # A success's extras and alias resolutions for its outlets, as the task sent them.
+    asset_events: tuple[dict[str, Any], ...] = ()
 
 
 def final_for_failure(

@@ -122,8 +122,36 @@ class GetVariable(_Message):
     key: str
 
 
+class GetAssetEvents(_Message):
+    type: Literal["GetAssetEvents"] = "GetAssetEvents"
+    # An asset's URI, or ``alias:<name>`` for the events recorded through an alias.
+    uri: str
+
+
+class GetAssetStateValue(_Message):
+    type: Literal["GetAssetStateValue"] = "GetAssetStateValue"
+    uri: str
+    key: str
+
+
+class SetAssetStateValue(_Message):
+    type: Literal["SetAssetStateValue"] = "SetAssetStateValue"
+    uri: str
+    key: str
+    value: Any = None
+
+
+class DeleteAssetStateValue(_Message):
+    type: Literal["DeleteAssetStateValue"] = "DeleteAssetStateValue"
+    uri: str
+    # None: every key of the asset's state.
+    key: str | None = None
+
+
 class SucceedTask(_Message):
     type: Literal["SucceedTask"] = "SucceedTask"
+    # What the task set on its outlets (tradewind/asset_events.py): extras, alias resolutions.
+    asset_events: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class FailTask(_Message):
@@ -204,6 +232,11 @@ class VariableResult(_Message):
     value: str | None = None
 
 
+class AssetEventsResult(_Message):
+    type: Literal["AssetEventsResult"] = "AssetEventsResult"
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class OKResponse(_Message):
     type: Literal["OKResponse"] = "OKResponse"
 
@@ -229,6 +262,10 @@ ToSupervisor = Annotated[
     | MaskSecret
     | GetConnection
     | GetVariable
+    | GetAssetEvents
+    | GetAssetStateValue
+    | SetAssetStateValue
+    | DeleteAssetStateValue
     | SucceedTask
     | FailTask
     | SkipTask,
@@ -241,6 +278,7 @@ ToTask = Annotated[
     | CheckpointBatchesResult
     | ConnectionResult
     | VariableResult
+    | AssetEventsResult
     | OKResponse
     | ErrorResponse,
     Field(discriminator="type"),

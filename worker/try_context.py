@@ -38,6 +38,8 @@ class Outcome:
     error: str | None = None
     retryable: bool = True
     retry_delay_seconds: float | None = None  # a retry policy's, for this failure
+    # A success's extras and alias resolutions for its outlets (SucceedTask.asset_events).
+    asset_events: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass

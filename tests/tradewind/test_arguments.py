@@ -115,8 +115,8 @@ def test_a_dag_argument_not_supported_is_refused_naming_it(
 
 
 def test_an_airflow_name_tradewind_lacks_fails_the_import_naming_the_feature() -> None:
-    with pytest.raises(ImportError, match="Asset is not supported by Tradewind yet: assets"):
-        from tradewind import Asset  # noqa: F401
+    with pytest.raises(ImportError, match="AssetWatcher is not supported by Tradewind yet"):
+        from tradewind import AssetWatcher  # noqa: F401
     with pytest.raises(ImportError, match="setup and teardown"):
         tradewind.setup  # noqa: B018
     with pytest.raises(AttributeError):

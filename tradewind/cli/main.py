@@ -8,6 +8,7 @@ import typer
 
 from tradewind.cli import (
     api_server,
+    assets,
     broker,
     connections,
     dags,
@@ -44,6 +45,7 @@ app.add_typer(connections.app, name="connections")
 app.add_typer(variables.app, name="variables")
 app.add_typer(broker.app, name="broker")
 app.add_typer(users.app, name="users")
+app.add_typer(assets.app, name="assets")
 app.command()(standalone.standalone)
 app.command("api-server")(api_server.api_server)
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection
 from types import CoroutineType, FrameType, FunctionType
 from typing import Any, NoReturn
 
+from tradewind.asset_events import asset_context, take_metadata
 from tradewind.connections import Connection
 from tradewind.context import set_current_context
 from tradewind.dag import DAG
@@ -115,6 +116,22 @@ class Client:
     def clear_state(self, key_suffix: str = "") -> None:
         self.request(p.ClearStateValues(key_suffix=key_suffix))
 
+    def asset_events(self, uri: str) -> list[dict[str, Any]]:
+        reply = self.request(p.GetAssetEvents(uri=uri))
+        assert isinstance(reply, p.AssetEventsResult)
+        return reply.events
+
+    def get_asset_state(self, uri: str, key: str) -> tuple[bool, Any]:
+        reply = self.request(p.GetAssetStateValue(uri=uri, key=key))
+        assert isinstance(reply, p.StateValueResult)
+        return reply.found, reply.value
+
+    def set_asset_state(self, uri: str, key: str, value: Any) -> None:
+        self.request(p.SetAssetStateValue(uri=uri, key=key, value=value))
+
+    def delete_asset_state(self, uri: str, key: str | None) -> None:
+        self.request(p.DeleteAssetStateValue(uri=uri, key=key))
+
 
 def _frame(message: p._Message | p.PreEncoded, request_id: int) -> bytes:
     if isinstance(message, p.PreEncoded):
@@ -171,7 +188,7 @@ def run_python_task(
     """The body of a forked task process; returns its exit code."""
     client, details, context = open_task(comms, dag, task, given)
     try:
-        result = call_task(task, context, client)
+        result = take_metadata(call_task(task, context, client), context["outlet_events"])
         push_result(client, task, result)
         _callback(task.options.on_success_callback, context)
     except SkipTask as skip:
@@ -180,8 +197,13 @@ def run_python_task(
         return 0
     except (Exception, TaskTerminated) as error:
         return _report_failure(client, task, context, details, error)
-    client.request(_SUCCEED)
+    client.request(_succeed(context))
     return 0
+
+
+def _succeed(context: dict[str, Any]) -> p._Message | p.PreEncoded:
+    sent = context["outlet_events"].items_to_send()
+    return p.SucceedTask(asset_events=sent) if sent else _SUCCEED
 
 
 def _report_failure(
@@ -255,7 +277,9 @@ def _callback(callback: Any, context: dict[str, Any]) -> None:
 
 
 def build_context(details: p.TaskDetails, client: Client, dag: DAG, task: Task) -> dict[str, Any]:
-    return task_context(details, client, dag, task)
+    context = task_context(details, client, dag, task)
+    context.update(asset_context(context, dag, task, client))
+    return context
 
 
 def resolve(value: Any, client: Client) -> Any:
