@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tradewind.branching import BranchError
 from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
 from tradewind.dag import DAG, dag
@@ -24,6 +25,7 @@ from tradewind.exceptions import (
 from tradewind.operators import BaseOperator
 from tradewind.params import Param, ParamValidationError
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
+from tradewind.setup_teardown import setup, teardown
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
@@ -36,6 +38,7 @@ __all__ = [
     "AirflowFailException",
     "AirflowSkipException",
     "BaseOperator",
+    "BranchError",
     "Connection",
     "DagDefinitionError",
     "EdgeModifier",
@@ -55,8 +58,10 @@ __all__ = [
     "dag",
     "get_current_context",
     "mask_secret",
+    "setup",
     "task",
     "task_group",
+    "teardown",
 ]
 
 

@@ -19,6 +19,7 @@ from tradewind import dag_context
 from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
+from tradewind.setup_teardown import control_flow_structure
 from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
 
@@ -209,6 +210,7 @@ def _task_structure(task: Task) -> dict[str, Any]:
             options.max_retry_delay.total_seconds() if options.max_retry_delay else None
         ),
         "doc_md": options.doc_md,
+        **control_flow_structure(task),
     }
 
 

@@ -61,6 +61,7 @@ class Claim:
             state=final.state,
             values=end_values(self, final, now),
             at=now,
+            follow=final.follow,
         )
 
 
@@ -184,6 +185,8 @@ class Final:
     error: str | None = None
     # A retry policy's delay for this failure; None: the task's retry_delay (and backoff).
     retry_delay_seconds: float | None = None
+    # What a branch or a short circuit chose (recorded with the end: state.end_plan).
+    follow: tuple[str, ...] | None = None
 
 
 def final_for_failure(

@@ -124,6 +124,9 @@ class GetVariable(_Message):
 
 class SucceedTask(_Message):
     type: Literal["SucceedTask"] = "SucceedTask"
+    # A branch's or short circuit's choice: the task or group ids to follow ([]: none). The
+    # store skips the others with the end (state.end_plan.SkipDownstream).
+    follow: list[str] | None = None
 
 
 class FailTask(_Message):

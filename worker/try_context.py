@@ -38,6 +38,7 @@ class Outcome:
     error: str | None = None
     retryable: bool = True
     retry_delay_seconds: float | None = None  # a retry policy's, for this failure
+    follow: tuple[str, ...] | None = None  # a branch's choice, with its success
 
 
 @dataclass

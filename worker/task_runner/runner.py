@@ -172,6 +172,7 @@ def run_python_task(
     client, details, context = open_task(comms, dag, task, given)
     try:
         result = call_task(task, context, client)
+        succeed = succeed_message(task, result)  # a branch's choice is checked before anything
         push_result(client, task, result)
         _callback(task.options.on_success_callback, context)
     except SkipTask as skip:
@@ -180,8 +181,15 @@ def run_python_task(
         return 0
     except (Exception, TaskTerminated) as error:
         return _report_failure(client, task, context, details, error)
-    client.request(_SUCCEED)
+    client.request(succeed)
     return 0
+
+
+def succeed_message(task: Task, result: Any) -> p.PreEncoded | p.SucceedTask:
+    """The success to send: with what a branch or a short circuit chose to follow."""
+    if task.choice is None:
+        return _SUCCEED
+    return p.SucceedTask(follow=task.choice.follow(task, result))
 
 
 def _report_failure(
