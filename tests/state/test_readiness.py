@@ -385,3 +385,30 @@ def test_a_skip_cascades_but_scheduling_does_not() -> None:
 def test_a_task_without_upstream_runs_whatever_its_rule(rule: str) -> None:
     rows = [TIRow(1, "t0", TaskInstanceState.NONE)]
     assert evaluate(_chain_structure(1, rule), rows).schedule == [1]
+
+
+def test_evaluate_counts_the_setups_upstream_of_a_teardown() -> None:
+    dag = parse_structure(
+        {
+            "dag_id": "d",
+            "tasks": {
+                "make": {"is_setup": True},
+                "work": {"upstream": ["make"]},
+                "remove": {
+                    "upstream": ["make", "work"],
+                    "trigger_rule": "all_done_setup_success",
+                    "is_teardown": True,
+                },
+            },
+        }
+    )
+    ran = evaluate(dag, rows(make=TI.SUCCESS, work=TI.FAILED, remove=TI.NONE))
+    assert ran.schedule == [3]
+    never_made = evaluate(dag, rows(make=TI.FAILED, work=TI.UPSTREAM_FAILED, remove=TI.NONE))
+    assert never_made.upstream_failed == [3]
+
+
+def test_a_teardown_that_does_not_decide_the_run_is_waited_for_but_not_counted() -> None:
+    assert run_outcome([TI.SUCCESS], not_deciding=[TI.FAILED]) == "success"
+    assert run_outcome([TI.SUCCESS], not_deciding=[TI.RUNNING]) is None
+    assert run_outcome([TI.FAILED], not_deciding=[TI.SUCCESS]) == "failed"
