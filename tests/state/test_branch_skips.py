@@ -12,6 +12,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
 import state.end
+import state.scheduling
 from broker_config import message_of
 from state.db import get_engine, statement_scope
 from state.enums import DagRunState, TaskInstanceState
@@ -139,3 +140,22 @@ def test_a_branch_whose_pass_fails_still_records_its_skips_with_its_end(
     assert states["pick"] == TI.SUCCESS
     assert {states[f"t{n}"] for n in range(3)} == {TI.SKIPPED}
     assert states["chosen"] == TI.NONE  # left to the scheduler's pass
+
+
+def test_a_process_that_never_read_the_dag_reads_it_before_a_branch_end(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the structure the plan would be a plain pass, and the choice would be lost."""
+    home.write_dag(BRANCH_DAG.replace("{width}", "3"))
+    assert home.sync().import_errors == {}
+    run_pk = home.trigger("wide")
+    home.schedule(run_pk)
+    with statement_scope(home.url) as session:
+        claim = claim_try(session, message_of(Enqueue.of(home.ti(run_pk, "pick"))))
+    assert isinstance(claim, Claim)
+    monkeypatch.setattr(state.scheduling, "_DAGS", {})  # a fresh worker process
+
+    recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS, follow=("chosen",)))
+
+    assert recorded and sorted(e.task_id for e in ready) == ["chosen", "cleanup"]
+    assert {home.states(run_pk)[f"t{n}"] for n in range(3)} == {TI.SKIPPED}
