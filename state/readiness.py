@@ -237,8 +237,8 @@ def _decide_row(
     setups: Counter[TaskInstanceState] = Counter()
     for upstream_id in spec.upstream:
         # A removed upstream (gone from the DAG) neither blocks nor fails its downstream.
-        states = (state_of[ti_id] for ti_id in rows_of_task.get(upstream_id, []))
-        counted = Counter(state for state in states if state != TI.REMOVED)
+        states = [state_of[ti_id] for ti_id in rows_of_task.get(upstream_id, [])]
+        counted = [state for state in states if state != TI.REMOVED]
         upstream.update(counted)
         upstream_spec = tasks.get(upstream_id)
         if upstream_spec is not None and upstream_spec.is_setup:
