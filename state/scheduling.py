@@ -95,8 +95,18 @@ def schedule_run(
     enqueued = _queue_scheduled(session, run.dag_id, structure, pools, states, now)
     if enqueued:
         mark_run_started(session, run)
-    settle_run(session, run, list(states.values()), now)
+    settle_run(session, run, *_deciding(structure, rows, states), now)
     return enqueued
+
+
+def _deciding(
+    structure: DagStructure, rows: Any, states: Mapping[int, TaskInstanceState]
+) -> tuple[list[TaskInstanceState], list[TaskInstanceState]]:
+    """The run's states that decide its outcome, and those of teardowns that do not."""
+    tasks = structure.tasks
+    aside = {r.id for r in rows if r.task_id in tasks and not tasks[r.task_id].decides_run}
+    deciding = [state for ti_id, state in states.items() if ti_id not in aside]
+    return deciding, [states[ti_id] for ti_id in aside]
 
 
 def _apply_decisions(
@@ -159,10 +169,15 @@ def _queue(session: Session, ti_ids: list[int], now: dt.datetime) -> Sequence[Ro
 
 
 def settle_run(
-    session: Session, run: DagRun, states: list[TaskInstanceState], now: dt.datetime
+    session: Session,
+    run: DagRun,
+    states: list[TaskInstanceState],
+    not_deciding: list[TaskInstanceState],
+    now: dt.datetime,
 ) -> None:
-    """Derive the run's state from its task instances: finished only when all of them are."""
-    outcome = run_outcome(states)
+    """Derive the run's state from its task instances: finished only when all of them are
+    (``not_deciding``: teardowns', which the run waits for but whose failure does not fail it)."""
+    outcome = run_outcome(states, not_deciding)
     if outcome is None or run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
         return
     if outcome == DagRunState.SUCCESS:

@@ -12,6 +12,7 @@ from typing import Any
 
 from tradewind.asset_decorator import asset
 from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, Metadata
+from tradewind.branching import BranchError
 from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
 from tradewind.dag import DAG, dag
@@ -50,6 +51,7 @@ from tradewind.partitions import (
     Window,
 )
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
+from tradewind.setup_teardown import setup, teardown
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
@@ -67,6 +69,7 @@ __all__ = [
     "AssetAll",
     "AssetAny",
     "BaseOperator",
+    "BranchError",
     "Connection",
     "CronPartitionTimetable",
     "DagDefinitionError",
@@ -109,8 +112,10 @@ __all__ = [
     "dag",
     "get_current_context",
     "mask_secret",
+    "setup",
     "task",
     "task_group",
+    "teardown",
 ]
 
 

@@ -21,6 +21,7 @@ from tradewind.assets import InvalidAsset, condition_of, outlets_structure
 from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
 from tradewind.partitions import time_schedule_of
+from tradewind.setup_teardown import control_flow_structure
 from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
 
@@ -215,6 +216,7 @@ def _task_structure(task: Task) -> dict[str, Any]:
         ),
         "doc_md": options.doc_md,
         "outlets": outlets_structure(options.outlets),
+        **control_flow_structure(task),
     }
 
 

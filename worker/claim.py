@@ -64,6 +64,7 @@ class Claim:
             at=now,
             asset_events=_asset_events(self.task_spec, final),
             map_index=ti.map_index,
+            follow=final.follow,
         )
 
 
@@ -195,6 +196,8 @@ class Final:
     retry_delay_seconds: float | None = None
     # A success's extras and alias resolutions for its outlets, as the task sent them.
     asset_events: tuple[dict[str, Any], ...] = ()
+    # What a branch or a short circuit chose (recorded with the end: state.end_plan).
+    follow: tuple[str, ...] | None = None
 
 
 def final_for_failure(

@@ -77,7 +77,8 @@ def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
 
 
 def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
-    ctx.outcome = Outcome("success", asset_events=tuple(request.asset_events))
+    follow = tuple(request.follow) if request.follow is not None else None
+    ctx.outcome = Outcome("success", asset_events=tuple(request.asset_events), follow=follow)
     return p.OKResponse()
 
 

@@ -40,6 +40,7 @@ class Outcome:
     retry_delay_seconds: float | None = None  # a retry policy's, for this failure
     # A success's extras and alias resolutions for its outlets (SucceedTask.asset_events).
     asset_events: tuple[dict[str, Any], ...] = ()
+    follow: tuple[str, ...] | None = None  # a branch's choice, with its success
 
 
 @dataclass

@@ -36,7 +36,9 @@ RUNNING = {
     "example_dynamic_task_mapping",
     "example_dynamic_task_mapping_with_no_taskflow_operators",
     "example_failed_dag",  # fails, as it does in Airflow
+    "example_params_trigger_ui",  # @task.branch
     "example_params_ui_tutorial",
+    "example_setup_teardown_taskflow",  # @setup / @teardown
     "example_simplest_dag",
     "example_task_group_decorator",
     "example_task_group_mapping",

@@ -189,6 +189,8 @@ def run_python_task(
     client, details, context = open_task(comms, dag, task, given)
     try:
         result = take_metadata(call_task(task, context, client), context["outlet_events"])
+        # A branch's choice is checked before anything is pushed.
+        succeed = succeed_message(task, result, context["outlet_events"].items_to_send())
         push_result(client, task, result)
         _callback(task.options.on_success_callback, context)
     except SkipTask as skip:
@@ -197,13 +199,21 @@ def run_python_task(
         return 0
     except (Exception, TaskTerminated) as error:
         return _report_failure(client, task, context, details, error)
-    client.request(_succeed(context))
+    client.request(succeed)
     return 0
 
 
-def _succeed(context: dict[str, Any]) -> p._Message | p.PreEncoded:
-    sent = context["outlet_events"].items_to_send()
-    return p.SucceedTask(asset_events=sent) if sent else _SUCCEED
+def succeed_message(
+    task: Task, result: Any, asset_events: list[dict[str, Any]] | None = None
+) -> p.PreEncoded | p.SucceedTask:
+    """The success to send: with what a branch or a short circuit chose to follow, and what
+    the task set on its outlets."""
+    follow = None if task.choice is None else task.choice.follow(task, result)
+    if follow is None and not asset_events:
+        return _SUCCEED
+    return p.SucceedTask(
+        follow=list(follow) if follow is not None else None, asset_events=asset_events or []
+    )
 
 
 def _report_failure(
