@@ -13,12 +13,9 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from tradewind.exceptions import DagDefinitionError
-
-if TYPE_CHECKING:
-    from state.structure import DagStructure
 
 
 class _NotSet:
@@ -109,7 +106,22 @@ def params_structure(
     return values, specs
 
 
-def resolve_params(structure: DagStructure, conf: Mapping[str, Any]) -> dict[str, Any]:
+class _Schema(Protocol):
+    @property
+    def schema_(self) -> Mapping[str, Any]: ...
+
+
+class _WithParams(Protocol):
+    """What ``resolve_params`` reads of a DAG's structure (``state.structure.DagStructure``)."""
+
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+
+    @property
+    def param_specs(self) -> Mapping[str, _Schema]: ...
+
+
+def resolve_params(structure: _WithParams, conf: Mapping[str, Any]) -> dict[str, Any]:
     """A run's params: ``conf`` over the DAG's defaults, every parameter checked (the CLI's
     trigger and the API's use this one check)."""
     resolved = copy.deepcopy(dict(structure.params))

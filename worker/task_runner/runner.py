@@ -208,9 +208,9 @@ def succeed_message(
 ) -> p.PreEncoded | p.SucceedTask:
     """The success to send: with what a branch or a short circuit chose to follow, and what
     the task set on its outlets."""
-    follow = None if task.choice is None else task.choice.follow(task, result)
-    if follow is None and not asset_events:
+    if task.choice is None and not asset_events:
         return _SUCCEED
+    follow = None if task.choice is None else task.choice.follow(task, result)
     return p.SucceedTask(
         follow=list(follow) if follow is not None else None, asset_events=asset_events or []
     )
