@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.pages import dags
+from api.pages import dag, dags
 
 router = APIRouter(include_in_schema=False)
-for _module in (dags,):
+for _module in (dags, dag):
     router.include_router(_module.router)
 
 __all__ = ["router"]
