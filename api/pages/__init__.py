@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.pages import dag, dags
+from api.pages import dag, dags, resources, users
 
 router = APIRouter(include_in_schema=False)
-for _module in (dags, dag):
+for _module in (dags, dag, resources, users):
     router.include_router(_module.router)
 
 __all__ = ["router"]
