@@ -8,7 +8,7 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 
 from api.security import verify_password
-from state.connections import get_connection, get_variable, put_connection, set_variable
+from state.connections import get_connection, get_variable, put_connection
 from state.db import session_scope
 from state.pools import pool_names
 from state.users import get_user
