@@ -97,3 +97,63 @@ def test_the_graph_code_and_details_tabs(page: Any, sqlite_home: Home, shoot: Sh
     shoot(page, "code")
     page.goto("/dags/etl?tab=details")
     shoot(page, "details")
+
+
+def test_a_grid_of_several_runs_with_a_mapped_task_split_by_state(
+    page: Any, sqlite_home: Home, shoot: Shoot
+) -> None:
+    from state.db import session_scope
+    from state.enums import TaskInstanceState as TI
+    from state.models import TaskInstance
+
+    mixes = [[TI.SUCCESS] * 5, [TI.SUCCESS] * 3 + [TI.FAILED] * 2, [TI.RUNNING, TI.QUEUED, TI.NONE]]
+    for index, mix in enumerate(mixes * 3):
+        run_id = f"run_{index}"
+        sqlite_home.trigger("etl", run_id=run_id)
+        with session_scope(sqlite_home.url) as session:
+            query = session.query(TaskInstance).filter_by(run_id=run_id)
+            query.filter_by(task_id="extract").update({"state": TI.SUCCESS})
+            query.filter_by(task_id="transform.double").delete()
+            session.add_all(
+                TaskInstance(
+                    dag_id="etl", run_id=run_id, task_id="transform.double", map_index=i, state=s
+                )
+                for i, s in enumerate(mix)
+            )
+    page.goto("/dags/etl")
+    cell = page.locator("a[href='/dags/etl/runs/run_1/tasks/transform.double']")
+    assert cell.get_attribute("title") == "transform.double: failed 2, success 3"
+    assert cell.locator("span").count() == 2
+    shoot(page, "grid-mixed")
+    page.goto("/dags")
+    shoot(page, "dags-with-runs")
+
+
+def test_the_resource_pages(page: Any, sqlite_home: Home, shoot: Shoot) -> None:
+    page.click("nav.main >> text=Pools")
+    page.click("details.editor > summary")
+    page.fill("#pool-name", "etl_pool")
+    page.fill("#pool-slots", "8")
+    page.click("details.editor button[type=submit]")
+    page.wait_for_selector("tr[data-pool='etl_pool']")
+    shoot(page, "pools")
+    page.click("nav.main >> text=Variables")
+    page.click("details.editor > summary")
+    page.fill("#var-key", "api_token")
+    page.fill("#var-value", "s3cr3t")
+    page.check("#var-secret")
+    page.click("details.editor button[type=submit]")
+    page.wait_for_selector("tr[data-key='api_token']")
+    assert "s3cr3t" not in page.content()
+    shoot(page, "variables")
+    page.click("nav.main >> text=Connections")
+    page.click("details.editor > summary")
+    page.fill("#conn-id", "warehouse")
+    page.fill("#conn-host", "db.internal")
+    page.fill("#conn-password", "hunter2")
+    page.click("details.editor button[type=submit]")
+    page.wait_for_selector("tr[data-conn-id='warehouse']")
+    assert "hunter2" not in page.content()
+    shoot(page, "connections")
+    page.click("nav.main >> text=Users")
+    shoot(page, "users")

@@ -46,7 +46,7 @@ def test_a_viewer_reads_but_cannot_edit(signed_in: Client, home: Home) -> None:
     viewer = signed_in("viewer")
     for page in ("/pools", "/variables", "/connections"):
         html = viewer.get(page).text
-        assert viewer.get(page).status_code == 200 and '<form class="card fields"' not in html
+        assert viewer.get(page).status_code == 200 and 'class="card editor"' not in html
     code, html = _post(viewer, "/pools", {"name": "x", "slots": "1"}, "/pools")
     assert code == 403 and "<h1>Not allowed</h1>" in html and "it needs op" in html
     user = signed_in("user")
