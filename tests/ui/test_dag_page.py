@@ -167,3 +167,36 @@ def test_triggering_needs_the_user_role_and_the_csrf_token(signed_in: Client, ho
     user.get("/dags/etl/trigger")
     assert user.post("/dags/etl/trigger", data={"param:rows": "2"}).status_code == 403
     assert _runs(home) == []
+
+
+WIDE_DAG = """
+from tradewind import DAG, task
+
+
+@task
+def step():
+    pass
+
+
+with DAG("wide"):
+    for index in range(200):
+        step.override(task_id=f"t{index:03}")()
+"""
+
+
+def test_a_grid_of_25_runs_of_200_tasks_costs_what_one_run_of_3_tasks_costs(
+    signed_in: Client, home: Home
+) -> None:
+    home.write_dag(WIDE_DAG, "wide.py")
+    home.sync()
+    client = signed_in("viewer")
+    home.trigger("etl", run_id="one")
+    client.get("/dags/etl")
+    three_tasks = _grid_statements(client, home, "/dags/etl")
+    for index in range(25):
+        home.trigger("wide", run_id=f"w{index:02}")
+    client.get("/dags/wide")
+    wide = _grid_statements(client, home, "/dags/wide")
+    assert wide == three_tasks
+    html = client.get("/dags/wide").text
+    assert html.count('href="/dags/wide/runs/w24/tasks/') == 200
