@@ -79,3 +79,16 @@ def delete_user(session: Session, username: str) -> None:
     result = session.execute(delete(User).where(User.username == username))
     if not result.rowcount:  # type: ignore[attr-defined]
         raise NoSuchUser(f"no user named {username!r}")
+
+
+def set_role(session: Session, username: str, role: Role) -> None:
+    user = get_user(session, username)
+    if user is None:
+        raise NoSuchUser(f"no user named {username!r}")
+    user.role = str(role)
+
+
+def list_users_page(session: Session, limit: int, offset: int) -> tuple[list[User], int]:
+    """One page of users by name, and how many there are (two statements)."""
+    query = select(User).order_by(User.username).limit(max(limit, 0)).offset(max(offset, 0))
+    return list(session.scalars(query)), count_users(session)
