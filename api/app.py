@@ -23,6 +23,8 @@ from api.context import AppContext, Purgers
 from api.deps import PageUser, SignInRequired
 from api.limits import BodyLimit
 from api.logs import BadLogToken
+from api.pages import runs as run_pages
+from api.pages import task_instances as task_pages
 from api.routes import (
     auth,
     connections,
@@ -108,6 +110,8 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     for router_module in _API_ROUTERS:
         app.include_router(router_module.router, prefix=API_PREFIX)
     app.include_router(auth.router)
+    app.include_router(run_pages.router)
+    app.include_router(task_pages.router)
     app.include_router(auth.v2_router, prefix=API_PREFIX)
     for error, code in REFUSALS.items():
         app.add_exception_handler(error, _refusal(code))

@@ -1,0 +1,44 @@
+// The run and task pages' live parts: the task table is re-fetched while the run goes on,
+// and a running try's log is followed from the last byte read (auto-scrolled if at the end).
+(function () {
+  "use strict";
+  var PERIOD_MS = 2000;
+
+  function pollTasks(box) {
+    var table = box.querySelector("#pg-tasks");
+    if (!table || table.dataset.live !== "yes") return;
+    setTimeout(function () {
+      fetch(box.dataset.poll, { credentials: "same-origin" })
+        .then(function (reply) { return reply.ok ? reply.text() : null; })
+        .then(function (html) { if (html !== null) box.innerHTML = html; })
+        .finally(function () { pollTasks(box); });
+    }, PERIOD_MS);
+  }
+
+  function followLog(pre) {
+    var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
+    var url = pre.dataset.tail + "&offset=" + pre.dataset.offset;
+    fetch(url, { credentials: "same-origin" })
+      .then(function (reply) { return reply.ok ? reply.json() : null; })
+      .then(function (chunk) {
+        if (chunk === null) return;
+        if (chunk.text) {
+          pre.appendChild(document.createTextNode(chunk.text));
+          if (atEnd) pre.scrollTop = pre.scrollHeight;
+        }
+        var more = chunk.offset !== Number(pre.dataset.offset);
+        pre.dataset.offset = chunk.offset;
+        pre.dataset.live = chunk.live ? "yes" : "no";
+        if (more) followLog(pre);
+        else if (chunk.live) setTimeout(function () { followLog(pre); }, PERIOD_MS);
+      });
+  }
+
+  var box = document.getElementById("pg-tasks-box");
+  if (box) pollTasks(box);
+  var log = document.getElementById("pg-log");
+  if (log) {
+    log.scrollTop = log.scrollHeight;
+    followLog(log);  // the rest of a long log, then (while the try runs) what it adds
+  }
+})();

@@ -1,0 +1,134 @@
+"""What the UI's run and task pages read: aggregates per task, and an iterable task's items.
+
+Every function here costs a fixed number of statements whatever the run's size: a run of 2,000
+mapped task instances is one ``GROUP BY`` row per task and state, and an iterable task's 16,194
+items are read from its checkpoint rows in one statement and paged in memory (the rows hold a
+round of outcomes each, so their number is the number of rounds, not of items).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from state.checkpoints import BATCH_PREFIX, batch_number
+from state.enums import ACTIVE, TaskInstanceState
+from state.models import TaskInstance, TaskStateValue
+from state.objects import STATE_OBJECT_KEY
+from state.progress import PROGRESS_KEY
+from state.values import TIKey
+
+
+@dataclass
+class TaskSummary:
+    """One task of a run: its task instances counted by state, and their span in time."""
+
+    task_id: str
+    counts: dict[str, int] = field(default_factory=dict)
+    mapped: bool = False
+    try_number: int = 0
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def state(self) -> str:
+        """The one state of an unmapped task; for a mapped one, the most pressing of its states."""
+        for state in _PRESSING:
+            if self.counts.get(state):
+                return state
+        return next(iter(self.counts), TaskInstanceState.NONE)
+
+
+_PRESSING = (
+    TaskInstanceState.RUNNING,
+    TaskInstanceState.QUEUED,
+    TaskInstanceState.UP_FOR_RETRY,
+    TaskInstanceState.FAILED,
+    TaskInstanceState.UPSTREAM_FAILED,
+    TaskInstanceState.SCHEDULED,
+    TaskInstanceState.NONE,
+    TaskInstanceState.SUCCESS,
+    TaskInstanceState.SKIPPED,
+    TaskInstanceState.REMOVED,
+)
+
+
+def task_summaries(
+    session: Session, dag_id: str, run_id: str, task_ids: Sequence[str] = ()
+) -> dict[str, TaskSummary]:
+    """Each task of the run (or of ``task_ids``) summed over its task instances: one statement."""
+    query = select(
+        TaskInstance.task_id,
+        TaskInstance.state,
+        func.count(),
+        func.max(TaskInstance.map_index),
+        func.max(TaskInstance.try_number),
+        func.min(TaskInstance.start_date),
+        func.max(TaskInstance.end_date),
+    ).where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id)
+    if task_ids:
+        query = query.where(TaskInstance.task_id.in_(list(task_ids)))
+    summaries: dict[str, TaskSummary] = {}
+    grouped = query.group_by(TaskInstance.task_id, TaskInstance.state)
+    for task_id, state, count, top_index, tries, start, end in session.execute(grouped):
+        summary = summaries.setdefault(task_id, TaskSummary(task_id))
+        summary.counts[str(state)] = count
+        summary.mapped = summary.mapped or top_index >= 0
+        summary.try_number = max(summary.try_number, tries or 0)
+        summary.start = min(filter(None, (summary.start, start)), default=None)
+        summary.end = max(filter(None, (summary.end, end)), default=None)
+    return summaries
+
+
+def active_in_dag(session: Session, dag_id: str) -> int:
+    """Task instances of the DAG queued or running now, across its runs (max_active_tasks)."""
+    query = select(func.count()).where(
+        TaskInstance.dag_id == dag_id, TaskInstance.state.in_([str(s) for s in ACTIVE])
+    )
+    return int(session.scalar(query) or 0)
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """How one item of an iterable task instance ended in its current generation."""
+
+    index: int
+    status: str
+    error: str | None = None
+
+
+def item_outcomes(session: Session, key: TIKey, generation: int) -> list[ItemOutcome]:
+    """Every finished item of the task instance's current generation, by index (one statement).
+
+    A batch kept in object storage keeps only indexes and statuses in its row: its errors are
+    not read here (the log has them).
+    """
+    query = select(TaskStateValue.key, TaskStateValue.value).where(
+        TaskStateValue.dag_id == key.dag_id,
+        TaskStateValue.run_id == key.run_id,
+        TaskStateValue.task_id == key.task_id,
+        TaskStateValue.map_index == key.map_index,
+        TaskStateValue.key.startswith(BATCH_PREFIX, autoescape=True),
+    )
+    batches = {batch_number(row_key): text for row_key, text in session.execute(query)}
+    outcomes: dict[int, ItemOutcome] = {}
+    number = 0
+    while number in batches:
+        value = json.loads(batches[number])
+        if isinstance(value, dict) and STATE_OBJECT_KEY in value:
+            value = value.get(PROGRESS_KEY)
+        if not isinstance(value, dict) or value.get("generation") != generation:
+            break
+        for entry in value.get("outcomes", []):
+            outcomes[entry["i"]] = ItemOutcome(entry["i"], entry["s"], entry.get("e"))
+        number += 1
+    return [outcomes[index] for index in sorted(outcomes)]
