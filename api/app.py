@@ -3,9 +3,9 @@
 What is wired here, once: the REST API's routers under ``/api/v2`` (Airflow 3.3's paths), the
 auth routes, the signed session cookie (Starlette's ``SessionMiddleware``, keyed with the same
 secret as the tokens), a bound on request bodies, the static files, and one handler per kind of
-refusal from ``state/`` so routes raise what the store raises and never translate it. A page
-router of the UI is added with ``app.include_router``: it gets the session, the current user
-(``api.deps``), CSRF (``api.csrf``) and templates (``api.templating``) from the same places.
+refusal from ``state/`` so routes raise what the store raises and never translate it. The UI's
+pages (``api.pages``) are one router: they get the session, the current user (``api.deps``),
+CSRF (``api.csrf``) and templates (``api.templating``) from the same places.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from sqlalchemy.exc import DataError
 from starlette.middleware.sessions import SessionMiddleware
 
 from api.context import AppContext, Purgers
-from api.deps import PageUser, SignInRequired
+from api.deps import PageRefused, PageUser, SignInRequired
 from api.limits import BodyLimit
 from api.logs import BadLogToken
-from api.pages import runs as run_pages
-from api.pages import task_instances as task_pages
+from api.pages import router as pages_router
+from api.pages.common import refusal_page
 from api.routes import (
     auth,
     connections,
@@ -110,12 +110,12 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     for router_module in _API_ROUTERS:
         app.include_router(router_module.router, prefix=API_PREFIX)
     app.include_router(auth.router)
-    app.include_router(run_pages.router)
-    app.include_router(task_pages.router)
     app.include_router(auth.v2_router, prefix=API_PREFIX)
     for error, code in REFUSALS.items():
         app.add_exception_handler(error, _refusal(code))
+    app.include_router(pages_router)
     app.add_exception_handler(SignInRequired, _to_sign_in)
+    app.add_exception_handler(PageRefused, _page_refused)
     app.add_exception_handler(DataError, _unstorable)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.add_api_route("/", home, include_in_schema=False)
@@ -139,6 +139,12 @@ async def _unstorable(_request: Request, error: Exception) -> Response:
     reason = str(getattr(error, "orig", error)).strip().splitlines()[0]
     detail = f"the store cannot hold a value of this request: {reason}"
     return JSONResponse({"detail": detail}, status_code=status.HTTP_400_BAD_REQUEST)
+
+
+async def _page_refused(request: Request, error: Exception) -> Response:
+    if not isinstance(error, PageRefused):
+        raise error
+    return refusal_page(request, error)
 
 
 async def _to_sign_in(_request: Request, error: Exception) -> Response:

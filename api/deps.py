@@ -134,13 +134,22 @@ def page_user(request: Request, session: DbSession) -> Principal:
 PageUser = Annotated[Principal, Depends(page_user)]
 
 
+class PageRefused(HTTPException):
+    """A refusal on a page (403, 404): the app answers it with a page, not JSON."""
+
+
 def require_on_page(needed: Role) -> Callable[[Principal], Principal]:
     """As ``require``, for a page: the session's user, if their role has the rights needed."""
 
     def check(user: PageUser) -> Principal:
         if not user.may(needed):
             detail = f"user {user.username!r} ({user.role}) may not do this: it needs {needed}"
-            raise HTTPException(status.HTTP_403_FORBIDDEN, detail)
+            raise PageRefused(status.HTTP_403_FORBIDDEN, detail)
         return user
 
     return check
+
+
+PageCanRun = Annotated[Principal, Depends(require_on_page(Role.USER))]
+PageCanEdit = Annotated[Principal, Depends(require_on_page(Role.OP))]
+PageCanAdmin = Annotated[Principal, Depends(require_on_page(Role.ADMIN))]

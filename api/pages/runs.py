@@ -56,7 +56,8 @@ def run_url(dag_id: str, run_id: str) -> str:
 
 def missing(request: Request, error: Exception) -> HTMLResponse:
     """A page for a DAG, run or task that does not exist: 404, saying which."""
-    return render(request, "runs/missing.html", {"reason": str(error)}, status.HTTP_404_NOT_FOUND)
+    values = {"heading": "Not found", "detail": str(error), "status_code": 404}
+    return render(request, "error.html", values, status.HTTP_404_NOT_FOUND)
 
 
 @dataclass(frozen=True)

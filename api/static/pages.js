@@ -1,19 +1,9 @@
-// The run and task pages' live parts: the task table is re-fetched while the run goes on,
-// and a running try's log is followed from the last byte read (auto-scrolled if at the end).
+// The task page's live log: a running try's log is followed from the last byte read, and
+// scrolled along if the reader is at its end. (The run's task table refreshes through
+// tradewind.js's data-refresh.)
 (function () {
   "use strict";
   var PERIOD_MS = 2000;
-
-  function pollTasks(box) {
-    var table = box.querySelector("#pg-tasks");
-    if (!table || table.dataset.live !== "yes") return;
-    setTimeout(function () {
-      fetch(box.dataset.poll, { credentials: "same-origin" })
-        .then(function (reply) { return reply.ok ? reply.text() : null; })
-        .then(function (html) { if (html !== null) box.innerHTML = html; })
-        .finally(function () { pollTasks(box); });
-    }, PERIOD_MS);
-  }
 
   function followLog(pre) {
     var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
@@ -34,8 +24,6 @@
       });
   }
 
-  var box = document.getElementById("pg-tasks-box");
-  if (box) pollTasks(box);
   var log = document.getElementById("pg-log");
   if (log) {
     log.scrollTop = log.scrollHeight;

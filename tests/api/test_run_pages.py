@@ -115,7 +115,7 @@ def test_the_run_page_shows_the_run_and_its_tasks_in_dag_order(api: TestClient, 
     assert page.index(">extract</a>") < page.index(">load</a>")
     assert "&#34;n&#34;: 7" in page or '"n": 7' in page
     assert "Mark success" not in page  # a viewer gets no buttons
-    assert 'data-poll="/dags/etl/runs/r1/partials/tasks"' in page
+    assert 'data-refresh="/dags/etl/runs/r1/partials/tasks"' in page
     partial = api.get("/dags/etl/runs/r1/partials/tasks").text
     assert partial.lstrip().startswith("<table") and ">load</a>" in partial
 
