@@ -13,13 +13,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
-from state.checkpoints import BATCH_PREFIX, batch_number
+from state.checkpoints import BATCH_PREFIX, CHECKPOINT_PREFIX, batch_number
 from state.enums import ACTIVE, TaskInstanceState
-from state.models import TaskInstance, TaskStateValue
+from state.models import TaskInstance, TaskStateValue, utcnow
 from state.objects import STATE_OBJECT_KEY
+from state.paging import Page, page_of
 from state.progress import PROGRESS_KEY
 from state.values import TIKey
 
@@ -86,6 +87,9 @@ def task_summaries(
         summary.try_number = max(summary.try_number, tries or 0)
         summary.start = min(filter(None, (summary.start, start)), default=None)
         summary.end = max(filter(None, (summary.end, end)), default=None)
+    for summary in summaries.values():
+        if any(summary.counts.get(state) for state in ACTIVE):
+            summary.end = None  # still going: its duration counts up to now
     return summaries
 
 
@@ -132,3 +136,19 @@ def item_outcomes(session: Session, key: TIKey, generation: int) -> list[ItemOut
             outcomes[entry["i"]] = ItemOutcome(entry["i"], entry["s"], entry.get("e"))
         number += 1
     return [outcomes[index] for index in sorted(outcomes)]
+
+
+def task_state_values(session: Session, key: TIKey, page: Page) -> tuple[list[TaskStateValue], int]:
+    """A page of the task instance's live state-store keys, its item checkpoints left out
+    (they are the items' outcomes, which the page shows as items); two statements."""
+    now = utcnow()
+    query = select(TaskStateValue).where(
+        TaskStateValue.dag_id == key.dag_id,
+        TaskStateValue.run_id == key.run_id,
+        TaskStateValue.task_id == key.task_id,
+        TaskStateValue.map_index == key.map_index,
+        or_(TaskStateValue.expires_at.is_(None), TaskStateValue.expires_at > now),
+        ~TaskStateValue.key.startswith(CHECKPOINT_PREFIX, autoescape=True),
+    )
+    rows, total = page_of(session, query, page, {"key": TaskStateValue.key}, ["key"])
+    return [row[0] for row in rows], total

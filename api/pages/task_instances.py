@@ -31,18 +31,17 @@ from state.run_listing import (
     TIFilter,
     get_run,
     get_task_instance,
-    list_state_values,
     list_task_instances,
     list_xcoms,
 )
-from state.run_view import item_outcomes, task_summaries
+from state.run_view import item_outcomes, task_state_values, task_summaries
 from state.runs import clear_task_instances, get_dag_model
 from state.users import Role
 from state.values import TIKey
 
 router = APIRouter(include_in_schema=False)
 TASK_PAGE = RUN_PAGE + "/tasks/{task_id}"
-PAGE_SIZE = 50
+PAGE_SIZE = 25
 #: The most bytes of log one poll returns (the page asks again for the rest).
 LOG_CHUNK_BYTES = 256 * 1024
 MapIndex = Annotated[int, Query(ge=-1)]
@@ -69,10 +68,19 @@ def _log(context: Context, ti: TaskInstance, try_number: int) -> dict[str, Any]:
     live = ti.state == TaskInstanceState.RUNNING and try_number == ti.try_number
     if not path.is_file():
         where = f" (it ran on {ti.hostname})" if ti.hostname else ""
-        text = "" if live else f"No log of try {try_number} on this server{where}."
-        return {"text": text, "offset": 0, "live": live}
+        note = (
+            "The try has written no log yet."
+            if live
+            else f"No log of try {try_number} here{where}."
+        )
+        return {"text": "", "offset": 0, "live": live, "note": note}
     text, offset = read_from(path, 0)
-    return {"text": text, "offset": offset, "live": live}
+    return {
+        "text": text,
+        "offset": offset,
+        "live": live,
+        "note": "" if text else "The log is empty.",
+    }
 
 
 def _items(session: DbSession, ti: TaskInstance, offset: int) -> dict[str, Any]:
@@ -145,7 +153,7 @@ def _task_context(
         "try_number": chosen,
         "log": _log(context, ti, chosen) if chosen > 0 else None,
         "xcoms": list_xcoms(session, key, page, all_map_indexes=False),
-        "states": list_state_values(session, key, page),
+        "states": task_state_values(session, key, page),
         "waiting": waiting_reasons(session, model, run, structure, ti),
         "items": _items(session, ti, offset) if values["kind"] == "iterable" else None,
     }

@@ -60,11 +60,12 @@ def _named_upstream(blocker: Blocker, upstream: dict[str, TaskSummary]) -> Block
     ]
     if not pending:
         return blocker
-    return Blocker(blocker.name, f"upstream not done: {', '.join(sorted(pending))}")
+    return Blocker("Upstream Not Done", f"waiting for {', '.join(sorted(pending))}")
 
 
 def _progress(summary: TaskSummary) -> str:
     if not summary.mapped:
-        return str(summary.state).replace("_", " ")
+        state = TI(summary.state)
+        return "not started" if state == TI.NONE else str(state).replace("_", " ")
     done = sum(n for state, n in summary.counts.items() if TI(state) in FINISHED)
     return f"{done:,} of {summary.total:,} done"
