@@ -25,7 +25,7 @@ from state.enums import TaskInstanceState
 from state.marking import mark_task_instances
 from state.models import DagRun, TaskInstance
 from state.paging import MAX_PAGE_LIMIT, Page
-from state.progress import items_progress
+from state.progress import ItemsProgress, items_progress
 from state.run_listing import (
     NotFound,
     TIFilter,
@@ -34,7 +34,7 @@ from state.run_listing import (
     list_task_instances,
     list_xcoms,
 )
-from state.run_view import item_outcomes, task_state_values, task_summaries
+from state.run_view import items_view, task_state_values, task_summaries
 from state.runs import clear_task_instances, get_dag_model
 from state.users import Role
 from state.values import TIKey
@@ -84,18 +84,21 @@ def _log(context: Context, ti: TaskInstance, try_number: int) -> dict[str, Any]:
 
 
 def _items(session: DbSession, ti: TaskInstance, offset: int) -> dict[str, Any]:
-    """An iterable task instance's items: counts, one page of outcomes, the failed ones."""
+    """An iterable task instance's items: counts, one page of outcomes, the failed ones.
+
+    While checkpoints hold the outcomes they are counted from them; once the try has folded
+    them into its completion marker, the marker's totals are shown (``items_progress``).
+    """
     key = TIKey(ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
-    progress = items_progress(session, [key])[key]
-    outcomes = item_outcomes(session, key, ti.generation)
-    failed = [outcome for outcome in outcomes if outcome.status == "failed"]
-    return {
-        "progress": progress,
-        "page": outcomes[offset : offset + PAGE_SIZE],
-        "finished": len(outcomes),
-        "failed": failed[:PAGE_SIZE],
-        "offset": offset,
-    }
+    view = items_view(session, key, ti.generation, offset, PAGE_SIZE)
+    counts = view.counts
+    if view.finished:
+        progress = ItemsProgress(
+            counts["success"], counts["failed"], counts["skipped"], ti.items_total
+        )
+    else:
+        progress = items_progress(session, [key])[key]
+    return {"progress": progress, "view": view, "offset": offset}
 
 
 def _mapped(
