@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.pages import dags, runs, task_instances
+from api.pages import dag, dags, runs, task_instances
 
 router = APIRouter(include_in_schema=False)
-for _module in (dags, runs, task_instances):
+for _module in (dags, dag, runs, task_instances):
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -81,3 +81,10 @@ def refusal_page(request: Request, error: HTTPException) -> Response:
     heading = _HEADINGS.get(error.status_code, "Refused")
     context = {"heading": heading, "detail": error.detail, "status_code": error.status_code}
     return render(request, "error.html", context, status_code=error.status_code)
+
+
+def local_path(target: str | None, default: str) -> str:
+    """``target`` if it is a path of this server (a form's way back), else ``default``."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    return target

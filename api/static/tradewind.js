@@ -25,3 +25,39 @@
     document.querySelectorAll("[data-refresh]").forEach(follow);
   });
 })();
+
+// The grid's task groups fold: a group's button hides the rows under it. What is folded is
+// kept per DAG in sessionStorage and applied again after each refresh of the grid.
+(function () {
+  "use strict";
+  function key(grid) { return "tradewind:folded:" + grid.dataset.dagId; }
+  function folded(grid) {
+    try { return new Set(JSON.parse(sessionStorage.getItem(key(grid)) || "[]")); }
+    catch (error) { return new Set(); }
+  }
+  function apply(grid) {
+    const closed = folded(grid);
+    grid.querySelectorAll("tbody tr").forEach(function (row) {
+      const parents = (row.dataset.parents || "").split(" ").filter(Boolean);
+      row.classList.toggle("hidden-row", parents.some(function (p) { return closed.has(p); }));
+    });
+    grid.querySelectorAll("button.group-toggle").forEach(function (button) {
+      const open = !closed.has(button.dataset.group);
+      button.setAttribute("aria-expanded", String(open));
+      button.textContent = open ? "▾" : "▸";
+    });
+  }
+  function applyAll() { document.querySelectorAll("table.grid").forEach(apply); }
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest("button.group-toggle");
+    if (!button) return;
+    const grid = button.closest("table.grid");
+    const closed = folded(grid);
+    if (closed.has(button.dataset.group)) closed.delete(button.dataset.group);
+    else closed.add(button.dataset.group);
+    sessionStorage.setItem(key(grid), JSON.stringify(Array.from(closed)));
+    apply(grid);
+  });
+  document.addEventListener("DOMContentLoaded", applyAll);
+  document.addEventListener("tradewind:refreshed", applyAll);
+})();
