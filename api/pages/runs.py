@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -23,10 +23,12 @@ from api.templating import render
 from state.enums import DagRunState
 from state.marking import mark_run_state
 from state.models import DagModel, DagRun, utcnow
+from state.progress import ItemsProgress, items_progress
 from state.run_listing import NotFound, get_run
 from state.run_view import TaskSummary, task_summaries
 from state.runs import UnknownDag, clear_task_instances, get_dag_model
 from state.users import Role
+from state.values import TIKey
 
 router = APIRouter(include_in_schema=False)
 RUN_PAGE = "/dags/{dag_id}/runs/{run_id}"
@@ -68,6 +70,7 @@ class TaskRow:
     summary: TaskSummary
     kind: str  # "", "mapped" or "iterable"
     duration: str
+    items: ItemsProgress | None = None  # an iterable task's items, once counted
 
 
 def task_rows(structure: DagStructure, summaries: dict[str, TaskSummary]) -> list[TaskRow]:
@@ -83,10 +86,23 @@ def task_rows(structure: DagStructure, summaries: dict[str, TaskSummary]) -> lis
     return rows
 
 
+def with_items(session: DbSession, dag_id: str, run_id: str, rows: list[TaskRow]) -> list[TaskRow]:
+    """The iterable tasks' rows with their items' progress (two statements, or none)."""
+    keys = {
+        row.task_id: TIKey(dag_id, run_id, row.task_id) for row in rows if row.kind == "iterable"
+    }
+    progress = items_progress(session, list(keys.values()))
+    return [
+        replace(row, items=progress[keys[row.task_id]]) if row.task_id in keys else row
+        for row in rows
+    ]
+
+
 def _run_context(session: DbSession, dag_id: str, run_id: str) -> dict[str, Any]:
     model: DagModel = get_dag_model(session, dag_id)
     run: DagRun = get_run(session, dag_id, run_id)
     rows = task_rows(dag_view(model), task_summaries(session, dag_id, run_id))
+    rows = with_items(session, dag_id, run_id, rows)
     return {
         "dag": model,
         "run": run,

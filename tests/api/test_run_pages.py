@@ -137,6 +137,8 @@ def test_a_mapped_task_is_one_row_with_counts(api: TestClient, home: Home) -> No
 def test_an_iterable_task_shows_its_items(api: TestClient, pages: Home) -> None:
     _iterable_run(pages, "many", 16194)
     sign_in(api, "viewer")
+    run = api.get("/dags/items/runs/many").text
+    assert "16,194 of 16,194 items" in run and "17 failed" in run
     page = api.get("/dags/items/runs/many/tasks/square").text
     assert "<b>16,177</b> done · <b>17</b> failed" in page
     assert "_iterable_batch_" not in page  # the checkpoints show as items, not as state keys
@@ -212,7 +214,7 @@ def test_the_pages_cost_the_same_whatever_the_run_size(api: TestClient, pages: H
         _statements(api, pages, f"/dags/{dag}/runs/{run}")
         for dag, run in [("fan", "small"), ("fan", "large"), ("items", "few"), ("items", "lots")]
     ]
-    assert len(set(run_page)) == 1 and run_page[0] <= 25, run_page
+    assert run_page[0] == run_page[1] <= 25 and run_page[2] == run_page[3] <= 25, run_page
     mapped = [
         _statements(api, pages, f"/dags/fan/runs/{r}/tasks/double") for r in ("small", "large")
     ]
