@@ -73,9 +73,30 @@ class TaskRow:
     items: ItemsProgress | None = None  # an iterable task's items, once counted
 
 
+def dag_order(structure: DagStructure) -> list[str]:
+    """The tasks with each after all its upstream, ties by task id.
+
+    The stored structure's key order is not the authoring order everywhere (PostgreSQL's JSONB
+    keeps keys sorted its own way), so the order is derived from the graph.
+    """
+    tasks = structure.tasks
+    waiting = {task_id: len(set(spec.upstream) & set(tasks)) for task_id, spec in tasks.items()}
+    ready = sorted(task_id for task_id, count in waiting.items() if count == 0)
+    order: list[str] = []
+    while ready:
+        task_id = ready.pop(0)
+        order.append(task_id)
+        for child in tasks[task_id].downstream:
+            if child in waiting:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    ready = sorted([*ready, child])
+    return order + sorted(set(tasks) - set(order))  # a cycle cannot be stored, but be total
+
+
 def task_rows(structure: DagStructure, summaries: dict[str, TaskSummary]) -> list[TaskRow]:
     """The run's tasks in the DAG's order, then any the run has that the DAG no longer has."""
-    order = [*structure.tasks, *(t for t in summaries if t not in structure.tasks)]
+    order = [*dag_order(structure), *sorted(t for t in summaries if t not in structure.tasks)]
     rows = []
     for task_id in order:
         summary = summaries.get(task_id, TaskSummary(task_id))
