@@ -21,7 +21,7 @@ from api.pages.runs import MISSING, RUN_PAGE, PageRunner, duration, missing, run
 from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
 from api.templating import render
-from state.enums import TaskInstanceState
+from state.enums import DagRunState, TaskInstanceState
 from state.marking import mark_task_instances
 from state.models import DagRun, TaskInstance
 from state.paging import MAX_PAGE_LIMIT, Page
@@ -130,8 +130,14 @@ def _selected(session: DbSession, key: TIKey, mapped: bool) -> TaskInstance | No
 
 
 def _task_context(
-    session: DbSession, context: Context, key: TIKey, try_number: int | None, offset: int
+    session: DbSession,
+    context: Context,
+    key: TIKey,
+    try_number: int | None,
+    offset: int,
+    whole: bool = True,
 ) -> dict[str, Any]:
+    """What the task page shows; without ``whole``, only its live part (state, tries, why)."""
     model = get_dag_model(session, key.dag_id)
     run = get_run(session, key.dag_id, key.run_id)
     structure = dag_view(model)
@@ -148,16 +154,25 @@ def _task_context(
         "base_url": task_url(key.dag_id, key.run_id, key.task_id),
         "kind": "" if mapping is None else ("mapped" if mapped else "iterable"),
     }  # fmt: skip
+    values["live"] = run.state in (DagRunState.QUEUED, DagRunState.RUNNING)
     if ti is None:
+        if not whole:
+            return values
         return {**values, "mapped": _mapped(session, key.dag_id, key.run_id, key.task_id, offset)}
     chosen = min(try_number or ti.try_number, ti.try_number)
-    page = Page(limit=PAGE_SIZE)
+    index = f"map_index={key.map_index}" + (f"&try_number={try_number}" if try_number else "")
     values |= {
         "try_number": chosen,
+        "live_url": f"{values['base_url']}/partials/live?{index}",
+        "waiting": waiting_reasons(session, model, run, structure, ti),
+    }
+    if not whole:
+        return values
+    page = Page(limit=PAGE_SIZE)
+    values |= {
         "log": _log(context, ti, chosen) if chosen > 0 else None,
         "xcoms": list_xcoms(session, key, page, all_map_indexes=False),
         "states": task_state_values(session, key, page),
-        "waiting": waiting_reasons(session, model, run, structure, ti),
         "items": _items(session, ti, offset) if values["kind"] == "iterable" else None,
     }
     return values
@@ -182,6 +197,27 @@ def task_page(
     except MISSING as error:
         return missing(request, error)
     return render(request, "runs/task.html", {**values, "may_run": user.may(Role.USER)})
+
+
+@router.get(TASK_PAGE + "/partials/live", response_class=HTMLResponse)
+def task_live_partial(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    user: PageUser,
+    session: DbSession,
+    context: Context,
+    map_index: MapIndex = -1,
+    try_number: Annotated[int | None, Query(ge=1)] = None,
+) -> Response:
+    """The task page's live part alone: its state, actions, why it waits, its tries."""
+    key = TIKey(dag_id, run_id, task_id, map_index)
+    try:
+        values = _task_context(session, context, key, try_number, 0, whole=False)
+    except MISSING as error:
+        return missing(request, error)
+    return render(request, "runs/_task_live.html", {**values, "may_run": user.may(Role.USER)})
 
 
 @router.get(TASK_PAGE + "/log")

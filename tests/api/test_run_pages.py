@@ -196,6 +196,10 @@ def test_clearing_and_marking_need_a_user_and_the_csrf_token(api: TestClient, ho
     assert "Mark success" in api.get("/dags/etl/runs/r1").text
     clear = api.post("/dags/etl/runs/r1/tasks/extract/clear", data={"csrf_token": token})
     assert clear.status_code == 200
+    live = 'data-refresh="/dags/etl/runs/r1/tasks/extract/partials/live?map_index=-1"'
+    assert live in clear.text  # the page follows the cleared task as it runs again
+    part = api.get("/dags/etl/runs/r1/tasks/extract/partials/live?map_index=-1").text
+    assert "state-badge" in part and "<html" not in part
     assert home.states(run_pk)["extract"] == TaskInstanceState.NONE
     api.post("/dags/etl/runs/r1/mark/failed", data={"csrf_token": token})
     assert home.run_state(run_pk) == "failed"

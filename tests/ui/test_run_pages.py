@@ -87,6 +87,8 @@ def test_a_cleared_task_is_shown_running_again(sqlite_home: Home, page: Any, sho
     page.wait_for_selector(".state-badge.state-none")
     assert sqlite_home.states(run_pk)["only"] == TaskInstanceState.NONE
     sqlite_home.schedule(run_pk)  # the scheduler's pass queues it again
+    page.wait_for_selector("#pg-task-live .state-badge.state-queued", timeout=60_000)  # no reload
+    shoot(page, "task-cleared-queued")
     page.goto("/dags/solo/runs/again")
     page.wait_for_selector("#pg-tasks .state-badge.state-queued")
     shoot(page, "run-cleared-queued")
