@@ -42,9 +42,11 @@ def waiting_reasons(
         return []
     if ti.state == TI.NONE:
         found = [_named_upstream(b, upstream) if b.name == "Trigger Rule" else b for b in found]
-    if ti.state == TI.SCHEDULED and active_in_dag(session, ti.dag_id) >= structure.max_active_tasks:
+    active = active_in_dag(session, ti.dag_id) if ti.state == TI.SCHEDULED else 0
+    if active >= structure.max_active_tasks > 0:
         reason = (
-            f"the DAG has {structure.max_active_tasks} task instances running (max_active_tasks)"
+            f"the DAG has {active} task instance(s) queued or running, "
+            f"its max_active_tasks is {structure.max_active_tasks}"
         )
         found.append(Blocker("Max Active Tasks", reason))
     if ti.state == TI.QUEUED:

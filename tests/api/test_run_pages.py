@@ -7,8 +7,10 @@ forms carry the session's CSRF token. The statement counts of a page are compare
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
@@ -227,3 +229,26 @@ def test_the_pages_cost_the_same_whatever_the_run_size(api: TestClient, pages: H
         _statements(api, pages, f"/dags/items/runs/{r}/tasks/square") for r in ("few", "lots")
     ]
     assert iterable[0] == iterable[1] <= 25, iterable
+
+
+def test_why_a_task_waits_names_the_full_pool_the_dags_limit_and_the_retry_time(
+    api: TestClient, home: Home, as_role: Callable[[str], dict[str, str]]
+) -> None:
+    pool = {"name": "tiny", "slots": 1}
+    assert api.post("/api/v2/pools", json=pool, headers=as_role("op")).status_code == 201
+    home.trigger("solo", run_id="busy")
+    home.trigger("solo", run_id="held")
+    with session_scope(home.url) as session:
+        rows = session.query(TaskInstance).filter_by(dag_id="solo")
+        rows.filter_by(run_id="busy").update({"state": "running", "pool": "tiny"})
+        rows.filter_by(run_id="held").update({"state": "scheduled", "pool": "tiny"})
+    sign_in(api, "viewer")
+    page = api.get("/dags/solo/runs/held/tasks/only").text
+    assert "pool &#39;tiny&#39; has no open slot (1 of 1 in use)" in page
+    assert "the DAG has 1 task instance(s) queued or running, its max_active_tasks is 1" in page
+    due = dt.datetime(2031, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    with session_scope(home.url) as session:
+        rows = session.query(TaskInstance).filter_by(dag_id="solo", run_id="held")
+        rows.update({"state": "up_for_retry", "next_retry_at": due, "try_number": 1})
+    page = api.get("/dags/solo/runs/held/tasks/only").text
+    assert "the next try is due at 2031-01-02 03:04:05" in page
