@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -123,7 +124,7 @@ class ItemsView:
 
 
 def items_view(session: Session, key: TIKey, generation: int, offset: int, size: int) -> ItemsView:
-    """The finished items of the task instance's current generation (one statement).
+    """The finished items of the task instance's current generation (one or two statements).
 
     Objects are made only for the page and the first ``size`` failed items: 16,194 items cost
     one JSON parse of their checkpoint rows. A batch kept in object storage keeps only indexes
@@ -141,18 +142,46 @@ def items_view(session: Session, key: TIKey, generation: int, offset: int, size:
     )
 
 
-def _latest_outcomes(
-    session: Session, key: TIKey, generation: int
-) -> dict[int, tuple[str, str | None]]:
-    query = select(TaskStateValue.key, TaskStateValue.value).where(
+Outcomes = dict[int, tuple[str, str | None]]
+#: Parsed outcomes by task instance and generation, with the stamp of the rows they came from.
+_PARSED: OrderedDict[tuple[TIKey, int], tuple[tuple[Any, ...], Outcomes]] = OrderedDict()
+_MAX_PARSED = 16
+
+
+def _latest_outcomes(session: Session, key: TIKey, generation: int) -> Outcomes:
+    """Index -> (status, error) of the generation's finished items, parsed once per change.
+
+    One statement stamps the checkpoint rows (how many, the latest write, their size); while
+    the stamp holds, the outcomes parsed before are used, so a page polled while nothing
+    changes does not parse 16,194 outcomes again. A changed stamp reads the rows (one more).
+    """
+    where = (
         TaskStateValue.dag_id == key.dag_id,
         TaskStateValue.run_id == key.run_id,
         TaskStateValue.task_id == key.task_id,
         TaskStateValue.map_index == key.map_index,
         TaskStateValue.key.startswith(BATCH_PREFIX, autoescape=True),
     )
-    batches = {batch_number(row_key): text for row_key, text in session.execute(query)}
-    outcomes: dict[int, tuple[str, str | None]] = {}
+    stamp_query = select(
+        func.count(),
+        func.max(TaskStateValue.updated_at),
+        func.sum(func.length(TaskStateValue.value)),
+    ).where(*where)
+    stamp = tuple(session.execute(stamp_query).one())
+    cached = _PARSED.get((key, generation))
+    if cached is not None and cached[0] == stamp:
+        _PARSED.move_to_end((key, generation))
+        return cached[1]
+    rows = session.execute(select(TaskStateValue.key, TaskStateValue.value).where(*where))
+    outcomes = _parse_rounds({batch_number(row_key): text for row_key, text in rows}, generation)
+    _PARSED[(key, generation)] = (stamp, outcomes)
+    while len(_PARSED) > _MAX_PARSED:
+        _PARSED.popitem(last=False)
+    return outcomes
+
+
+def _parse_rounds(batches: dict[int | None, str], generation: int) -> Outcomes:
+    outcomes: Outcomes = {}
     number = 0
     while number in batches:
         value = json.loads(batches[number])

@@ -252,3 +252,15 @@ def test_why_a_task_waits_names_the_full_pool_the_dags_limit_and_the_retry_time(
         rows.update({"state": "up_for_retry", "next_retry_at": due, "try_number": 1})
     page = api.get("/dags/solo/runs/held/tasks/only").text
     assert "the next try is due at 2031-01-02 03:04:05" in page
+
+
+def test_an_iterable_tasks_page_sees_each_new_round(api: TestClient, pages: Home) -> None:
+    _iterable_run(pages, "growing", 300)
+    sign_in(api, "viewer")
+    assert "<b>299</b> done" in api.get("/dags/items/runs/growing/tasks/square").text
+    outcomes = [{"i": i, "f": f"f{i}", "s": "success"} for i in range(300, 400)]
+    with session_scope(pages.url) as session:
+        value = json.dumps({"generation": 0, "outcomes": outcomes})
+        session.add(TaskStateValue(dag_id="items", run_id="growing", task_id="square",
+                                   key=batch_key(3), value=value))  # fmt: skip
+    assert "<b>399</b> done" in api.get("/dags/items/runs/growing/tasks/square").text
