@@ -24,7 +24,7 @@ from state.enums import ACTIVE, TaskInstanceState
 from state.models import TaskInstance, TaskStateValue, utcnow
 from state.objects import STATE_OBJECT_KEY
 from state.paging import Page, page_of
-from state.progress import PROGRESS_KEY
+from state.progress import PROGRESS_KEY, ItemsProgress, items_progress
 from state.values import TIKey
 
 
@@ -209,3 +209,35 @@ def task_state_values(session: Session, key: TIKey, page: Page) -> tuple[list[Ta
     )
     rows, total = page_of(session, query, page, {"key": TaskStateValue.key}, ["key"])
     return [row[0] for row in rows], total
+
+
+def items_counts(session: Session, keys: Sequence[TIKey]) -> dict[TIKey, ItemsProgress]:
+    """Item progress of iterable task instances, from the outcomes parsed once per change.
+
+    One statement for the task instances, one stamp per task instance (its rows read again only
+    when they changed), and ``items_progress`` for those whose outcomes were folded into their
+    completion marker. The number of iterable tasks is the DAG's, not the run's.
+    """
+    if not keys:
+        return {}
+    query = select(
+        TaskInstance.task_id, TaskInstance.map_index, TaskInstance.generation,
+        TaskInstance.items_total,
+    ).where(
+        TaskInstance.dag_id == keys[0].dag_id,
+        TaskInstance.run_id == keys[0].run_id,
+        TaskInstance.task_id.in_([key.task_id for key in keys]),
+        TaskInstance.map_index == -1,
+    )  # fmt: skip
+    found: dict[TIKey, ItemsProgress] = {}
+    for task_id, map_index, generation, total in session.execute(query):
+        key = TIKey(keys[0].dag_id, keys[0].run_id, task_id, map_index)
+        counts = Counter(
+            status for status, _ in _latest_outcomes(session, key, generation).values()
+        )
+        if counts:
+            found[key] = ItemsProgress(
+                counts["success"], counts["failed"], counts["skipped"], total
+            )
+    folded = [key for key in keys if key not in found]
+    return found | items_progress(session, folded)

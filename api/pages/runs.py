@@ -23,9 +23,9 @@ from api.templating import render
 from state.enums import DagRunState
 from state.marking import mark_run_state
 from state.models import DagModel, DagRun, utcnow
-from state.progress import ItemsProgress, items_progress
+from state.progress import ItemsProgress
 from state.run_listing import NotFound, get_run
-from state.run_view import TaskSummary, task_summaries
+from state.run_view import TaskSummary, items_counts, task_summaries
 from state.runs import UnknownDag, clear_task_instances, get_dag_model
 from state.users import Role
 from state.values import TIKey
@@ -108,11 +108,11 @@ def task_rows(structure: DagStructure, summaries: dict[str, TaskSummary]) -> lis
 
 
 def with_items(session: DbSession, dag_id: str, run_id: str, rows: list[TaskRow]) -> list[TaskRow]:
-    """The iterable tasks' rows with their items' progress (two statements, or none)."""
+    """The iterable tasks' rows with their items' progress (``state.run_view.items_counts``)."""
     keys = {
         row.task_id: TIKey(dag_id, run_id, row.task_id) for row in rows if row.kind == "iterable"
     }
-    progress = items_progress(session, list(keys.values()))
+    progress = items_counts(session, list(keys.values()))
     return [
         replace(row, items=progress[keys[row.task_id]]) if row.task_id in keys else row
         for row in rows
