@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from state.db import get_engine, session_scope, statement_scope
-from state.end_plan import FirstWaiting, FullPass, Plan, Successor, plan_end
+from state.end_plan import FirstWaiting, FullPass, Plan, Successor, plan_end, plan_reschedule
 from state.enums import TaskInstanceState
 from state.hand_over import SlotTaker, end_and_take, first_waiting, lone_successor
 from state.scheduling import Enqueue, cached_dag, pass_after_end
@@ -76,6 +76,8 @@ def _plan(end: TryEnd) -> Plan:
     dag = cached_dag(end.dag_id, end.version_hash) if end.version_hash else None
     if dag is None:
         return FullPass()
+    if end.state == TI.UP_FOR_RESCHEDULE:
+        return plan_reschedule()
     succeeded = end.state == TI.SUCCESS
     key = ("plan", end.task_id, succeeded)
     memo = dag.structure.memo

@@ -126,3 +126,9 @@ def _holding_back(structure: DagStructure, downstream: tuple[str, ...]) -> froze
     if not specs or any(decide(spec.trigger_rule, one_of_two, 2) is not None for spec in specs):
         return None
     return frozenset.intersection(*(frozenset(spec.upstream) for spec in specs))
+
+
+def plan_reschedule() -> Plan:
+    """The plan for a sensor's try ended ``up_for_reschedule``: its slot is free and nothing
+    downstream changed, so the run's first try waiting for a slot of its pool takes it."""
+    return FirstWaiting()

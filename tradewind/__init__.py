@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tradewind import bash as _bash
+from tradewind import sensors as _sensors
+from tradewind import virtualenv as _venv
+from tradewind.bash_operator import BashOperator
 from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
 from tradewind.dag import DAG, dag
@@ -24,11 +28,15 @@ from tradewind.exceptions import (
 from tradewind.operators import BaseOperator
 from tradewind.params import Param, ParamValidationError
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
+from tradewind.sensors import PokeReturnValue
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
 from tradewind.trigger_rules import TriggerRule
 from tradewind.unsupported import missing_feature
+
+# The task kinds Tradewind has, each in a module of its own (over task.py's refusals).
+task.bash, task.sensor, task.virtualenv = _bash.bash, _sensors.sensor, _venv.virtualenv  # type: ignore[attr-defined]
 
 __all__ = [
     "DAG",
@@ -36,6 +44,7 @@ __all__ = [
     "AirflowFailException",
     "AirflowSkipException",
     "BaseOperator",
+    "BashOperator",
     "Connection",
     "DagDefinitionError",
     "EdgeModifier",
@@ -44,6 +53,7 @@ __all__ = [
     "Label",
     "Param",
     "ParamValidationError",
+    "PokeReturnValue",
     "RetryAction",
     "RetryRule",
     "SkipTask",

@@ -184,6 +184,8 @@ class Final:
     error: str | None = None
     # A retry policy's delay for this failure; None: the task's retry_delay (and backoff).
     retry_delay_seconds: float | None = None
+    # A sensor's try rescheduled: when its next poke is due (the try stays the same).
+    next_poke_at: dt.datetime | None = None
 
 
 def final_for_failure(
@@ -204,6 +206,8 @@ def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
         if delay is None:
             delay = retry_delay_seconds(claim.task_spec, claim.fence.try_number)
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
+    if final.state == TI.UP_FOR_RESCHEDULE:
+        values["next_retry_at"] = final.next_poke_at or now
     return values
 
 

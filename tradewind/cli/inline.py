@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from broker_config import message_of
 from state.db import session_scope
-from state.enums import ACTIVE, TaskInstanceState
+from state.enums import ACTIVE, WAITING_FOR_TIME, TaskInstanceState
 from state.models import DagRun, TaskInstance, utcnow
 from state.runs import RunExists, UnknownDag, create_run
 from state.scheduling import Enqueue, schedule_run_by_pk
@@ -133,7 +133,7 @@ def run_status(url: str, run_pk: int) -> tuple[str, float | None]:
                 dag_id=run.dag_id, run_id=run.run_id
             )
         ).all()
-    retries = [row.next_retry_at for row in rows if row.state == TaskInstanceState.UP_FOR_RETRY]
+    retries = [row.next_retry_at for row in rows if row.state in WAITING_FOR_TIME]
     if retries:
         due = min(retry or utcnow() for retry in retries)
         return str(run.state), min(max((due - utcnow()).total_seconds(), 0.05), 5.0)
