@@ -176,6 +176,8 @@ def _build(venv: Path, spec: VenvSpec) -> None:
     if venv.exists():  # left half-built by a worker that died
         shutil.rmtree(venv)
     command = [spec.interpreter(), "-m", "venv", str(venv)]
+    if not spec.requirements:  # nothing to install: a venv without pip is made in a fraction
+        command.append("--without-pip")
     if spec.system_site_packages:
         command.append("--system-site-packages")
     print(f"making virtualenv {venv} for {list(spec.requirements)}", flush=True)
