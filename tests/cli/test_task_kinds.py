@@ -4,10 +4,19 @@ store): ``@task.bash`` and ``BashOperator``, ``@task.sensor`` in both modes, ``@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import subprocess
 from collections.abc import Callable
 
 import pytest
+from sqlalchemy import select
+
+from state.db import session_scope
+from state.enums import TaskInstanceState as TI
+from state.models import TaskInstance
+from state.transitions import transition_tis
+from tradewind.settings import get_settings
 
 from .conftest import CliEnv
 
@@ -222,3 +231,23 @@ def test_a_virtualenv_task_runs_in_a_venv_made_once_per_requirements(
     assert "VirtualenvError: task fails: failed in its virtualenv: ValueError: bad in venv" in (
         output_of(failed)
     )
+
+
+def test_runs_show_says_when_a_rescheduled_sensor_pokes_next(cli, env: CliEnv) -> None:
+    assert cli("db", "migrate").exit_code == 0
+    assert cli("dags", "trigger", "pair", "--run-id", "r1").exit_code == 0
+    next_poke = dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    with session_scope(get_settings().sql_url) as session:
+        first = session.scalars(select(TaskInstance).filter_by(task_id="first")).one()
+        for to_state in (TI.SCHEDULED, TI.QUEUED, TI.RUNNING):
+            transition_tis(session, [first.id], [first.state], to_state)
+            session.refresh(first)
+        values = {"next_retry_at": next_poke}
+        transition_tis(session, [first.id], [TI.RUNNING], TI.UP_FOR_RESCHEDULE, values)
+
+    shown = cli("runs", "show", "pair", "r1", "--json")
+    table = cli("runs", "show", "pair", "r1")
+
+    row = json.loads(shown.stdout)["task_instances"][0]
+    assert (row["state"], row["next_try_at"]) == ("up_for_reschedule", "2030-01-02T03:04:05+00:00")
+    assert "up_for_reschedule" in table.stdout and "2030-01-02 03:04:05 UTC" in table.stdout
