@@ -31,6 +31,7 @@ RUNNING = {
     "example_task_state_store_async",
     "example_task_state_store_mapped",
     "tutorial_taskflow_api",
+    "tutorial_taskflow_api_virtualenv",  # @task.virtualenv
     "tutorial_taskflow_templates",
 }
 #: Loaded, not run: their tasks reach the internet.
