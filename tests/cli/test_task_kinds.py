@@ -196,6 +196,7 @@ def test_a_reschedule_sensor_ends_its_try_between_pokes_and_pokes_again_in_the_s
     assert done.returncode == 0, output
     assert "try 1 ended up_for_reschedule" in output
     assert "poke 3 in try 1" in output
+    assert output.count("poke 1 in try 1") == 1  # each poke's lines shown once
     assert "try 2" not in output
     assert "bash xcom: ready after 3" in output
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -119,8 +120,15 @@ def print_try_log(settings: Settings, queued: Enqueue, console: Console) -> None
     key = (queued.dag_id, queued.run_id, queued.task_id, queued.map_index, queued.try_number)
     path = log_path(settings.logs_folder, *key)
     if path.is_file():
-        for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # A rescheduled sensor's pokes share one try's log: each shows only its own lines.
+        for text in lines[_PRINTED.get(path, 0) :]:
             console.print(Text("    " + text, style="dim"))
+        _PRINTED[path] = len(lines)
+
+
+#: Lines of each try's log printed so far by this command.
+_PRINTED: dict[Path, int] = {}
 
 
 def run_status(url: str, run_pk: int) -> tuple[str, float | None]:
