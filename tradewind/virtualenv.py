@@ -126,8 +126,10 @@ def _in_venv(function: Callable[..., Any], spec: VenvSpec) -> Callable[..., Any]
     def run(*args: Any, **kwargs: Any) -> Any:
         context = get_current_context()
         where = f"task {context['ti'].task_id}"
+        # The context stays here (a ``ti`` is no JSON): only the task's own arguments travel.
+        given = {k: v for k, v in kwargs.items() if not (k in context and v is context[k])}
         python = ensure_venv(venvs_folder(), spec)
-        return call_in_venv(python, source, function.__name__, args, kwargs, where)
+        return call_in_venv(python, source, function.__name__, args, given, where)
 
     setattr(run, FRESH_PROCESS, True)
     return run

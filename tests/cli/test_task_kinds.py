@@ -107,13 +107,13 @@ from tradewind import DAG, task
 
 
 @task.virtualenv(requirements=["six"], system_site_packages=False)
-def in_venv(x, y=2):
+def in_venv(x, y=2, **context):
     import sys
 
     import six
 
     print("prefix:", sys.prefix)
-    return {"sum": x + y, "six": six.__name__}
+    return {"sum": x + y, "six": six.__name__, "context": sorted(context)}
 
 
 @task.virtualenv(requirements=[])
@@ -224,7 +224,7 @@ def test_a_virtualenv_task_runs_in_a_venv_made_once_per_requirements(
 
     assert first.returncode == 0, output_of(first)
     assert "making virtualenv" in output_of(first)
-    assert "venv result: {'sum': 42, 'six': 'six'}" in output_of(first)
+    assert "venv result: {'sum': 42, 'six': 'six', 'context': []}" in output_of(first)
     assert "prefix: " + str(kinds_env.home / "venvs") in output_of(first)
     assert second.returncode == 0, output_of(second)
     assert "making virtualenv" not in output_of(second)  # reused
