@@ -83,3 +83,18 @@ DAG_RUN_TRANSITIONS: dict[DagRunState, frozenset[DagRunState]] = {
 CLEARABLE: frozenset[TaskInstanceState] = frozenset(
     _CLEARABLE | {TI.SCHEDULED, TI.QUEUED, TI.RUNNING}
 )
+
+#: What a person may mark a task instance as (the API's and the UI's "mark success/failed/
+#: skipped"), from where. Kept apart from the table above, which is what the fleet itself does:
+#: a scheduler or a supervisor moving a finished task instance is still a bug caught there.
+#: A running try marked so sees the change at its next heartbeat and is stopped (§7).
+MARKED_STATES: frozenset[TaskInstanceState] = frozenset({TI.SUCCESS, TI.FAILED, TI.SKIPPED})
+TASK_INSTANCE_MARKS: dict[TaskInstanceState, frozenset[TaskInstanceState]] = {
+    state: frozenset() if state is TI.REMOVED else MARKED_STATES - {state} for state in TI
+}
+DAG_RUN_MARKS: dict[DagRunState, frozenset[DagRunState]] = {
+    DagRunState.QUEUED: frozenset({DagRunState.SUCCESS, DagRunState.FAILED}),
+    DagRunState.RUNNING: frozenset({DagRunState.SUCCESS, DagRunState.FAILED, DagRunState.QUEUED}),
+    DagRunState.SUCCESS: frozenset({DagRunState.FAILED, DagRunState.QUEUED}),
+    DagRunState.FAILED: frozenset({DagRunState.SUCCESS, DagRunState.QUEUED}),
+}

@@ -233,6 +233,21 @@ class Pool(Base):
     slots: Mapped[int] = mapped_column(Integer, default=128)
 
 
+class User(Base):
+    """Someone who may use the API server: a name, an argon2 hash of the password, one role.
+
+    The password itself is never stored; the role is one of ``state.users.Role``.
+    """
+
+    __tablename__ = "api_user"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    username: Mapped[str] = mapped_column(String(250), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(512))
+    role: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a
 # try's end, a scheduling pass): they skip the ORM's compile and execute layers.
 TI_TABLE: Table = TaskInstance.__table__  # type: ignore[assignment]
