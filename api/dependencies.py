@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from state.enums import ACTIVE, FINISHED, DagRunState, TaskInstanceState
+from state.enums import ACTIVE, FINISHED, WAITING_FOR_TIME, DagRunState, TaskInstanceState
 from state.listing import PoolUse
 from state.models import TaskInstance
 from state.readiness import decide
@@ -48,8 +48,11 @@ def blockers(situation: Situation, now: dt.datetime) -> list[Blocker]:
         found.append(Blocker("DAG Not Paused", f"DAG {ti.dag_id!r} is paused"))
     if situation.run_state not in (DagRunState.RUNNING, DagRunState.QUEUED):
         found.append(Blocker("Dag Run State", f"the run has ended {situation.run_state}"))
-    if state == TI.UP_FOR_RETRY and ti.next_retry_at and ti.next_retry_at > now:
-        found.append(Blocker("Not In Retry Period", f"the next try is due at {ti.next_retry_at}"))
+    if state in WAITING_FOR_TIME and ti.next_retry_at and ti.next_retry_at > now:
+        what = "poke" if state == TI.UP_FOR_RESCHEDULE else "try"
+        found.append(
+            Blocker("Not In Retry Period", f"the next {what} is due at {ti.next_retry_at}")
+        )
     if state == TI.NONE:
         found += _upstream_blockers(situation)
     if state == TI.SCHEDULED and situation.pool is not None and situation.pool.open == 0:

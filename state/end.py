@@ -23,7 +23,15 @@ from sqlalchemy.orm import Session
 
 from state.assets import EventSource, OutletEvent, record_events
 from state.db import get_engine, session_scope, statement_scope
-from state.end_plan import FirstWaiting, FullPass, Plan, SkipDownstream, Successor, plan_end
+from state.end_plan import (
+    FirstWaiting,
+    FullPass,
+    Plan,
+    SkipDownstream,
+    Successor,
+    plan_end,
+    plan_reschedule,
+)
 from state.enums import TaskInstanceState
 from state.hand_over import SlotTaker, end_and_take, first_waiting, lone_successor
 from state.models import TI_TABLE
@@ -90,6 +98,8 @@ def _plan(url: str, end: TryEnd) -> Plan:
         dag = _read_dag(url, end.dag_id, end.version_hash)
     if dag is None:
         return FullPass()
+    if end.state == TI.UP_FOR_RESCHEDULE:
+        return plan_reschedule()
     succeeded, events = end.state == TI.SUCCESS, bool(end.asset_events)
     key = ("plan", end.task_id, succeeded, end.follow, events)
     memo = dag.structure.memo

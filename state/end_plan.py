@@ -204,3 +204,9 @@ def _downstream_of(structure: DagStructure, roots: Iterable[str]) -> set[str]:
             seen.add(task_id)
             stack.extend(structure.tasks[task_id].downstream)
     return seen
+
+
+def plan_reschedule() -> Plan:
+    """The plan for a sensor's try ended ``up_for_reschedule``: its slot is free and nothing
+    downstream changed, so the run's first try waiting for a slot of its pool takes it."""
+    return FirstWaiting()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 from sqlalchemy import Delete, delete, select
 from sqlalchemy.orm import Session
 
-from state.enums import FINISHED, DagRunState, TaskInstanceState
+from state.enums import FINISHED, WAITING_FOR_TIME, DagRunState, TaskInstanceState
 from state.models import DagRun, TaskInstance, TaskStateValue, XCom, utcnow
 from state.transitions import mark_run, mark_tis
 from state.values import TIKey, delete_returning_objects, refers_to_object
@@ -56,7 +56,7 @@ def mark_run_state(session: Session, run: DagRun, state: DagRunState) -> None:
         _mark_unfinished(session, run, _UNFINISHED, TI.SUCCESS)
     elif state == RUN.FAILED:
         _mark_unfinished(session, run, [TI.RUNNING, TI.QUEUED], TI.FAILED)
-        _mark_unfinished(session, run, [TI.NONE, TI.SCHEDULED, TI.UP_FOR_RETRY], TI.SKIPPED)
+        _mark_unfinished(session, run, [TI.NONE, TI.SCHEDULED, *WAITING_FOR_TIME], TI.SKIPPED)
     end = None if state == RUN.QUEUED else utcnow()
     mark_run(session, run.id, [RUN(run.state)], state, {"end_date": end})
 

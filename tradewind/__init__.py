@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from tradewind import bash as _bash
+from tradewind import sensors as _sensors
+from tradewind import virtualenv as _venv
 from tradewind.asset_decorator import asset
 from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, Metadata
+from tradewind.bash_operator import BashOperator
 from tradewind.branching import BranchError
 from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
@@ -51,12 +55,16 @@ from tradewind.partitions import (
     Window,
 )
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
+from tradewind.sensors import PokeReturnValue
 from tradewind.setup_teardown import setup, teardown
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
 from tradewind.trigger_rules import TriggerRule
 from tradewind.unsupported import missing_feature
+
+# The task kinds Tradewind has, each in a module of its own (over task.py's refusals).
+task.bash, task.sensor, task.virtualenv = _bash.bash, _sensors.sensor, _venv.virtualenv  # type: ignore[attr-defined]
 
 __all__ = [
     "DAG",
@@ -69,6 +77,7 @@ __all__ = [
     "AssetAll",
     "AssetAny",
     "BaseOperator",
+    "BashOperator",
     "BranchError",
     "Connection",
     "CronPartitionTimetable",
@@ -89,6 +98,7 @@ __all__ = [
     "PartitionMapper",
     "PartitionedAssetTimetable",
     "PartitionedAtRuntime",
+    "PokeReturnValue",
     "ProductMapper",
     "RetryAction",
     "RetryRule",

@@ -14,8 +14,7 @@ FEATURES = {
     "setup": "setup and teardown tasks",
     "teardown": "setup and teardown tasks",
     "ObjectStoragePath": "ObjectStoragePath (object storage paths)",
-    "BaseSensorOperator": "sensors",
-    "PokeReturnValue": "sensors",
+    "BaseSensorOperator": "classic sensors (@task.sensor is supported)",
 }
 
 

@@ -198,6 +198,8 @@ class Final:
     asset_events: tuple[dict[str, Any], ...] = ()
     # What a branch or a short circuit chose (recorded with the end: state.end_plan).
     follow: tuple[str, ...] | None = None
+    # A sensor's try rescheduled: when its next poke is due (the try stays the same).
+    next_poke_at: dt.datetime | None = None
 
 
 def final_for_failure(
@@ -218,6 +220,8 @@ def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
         if delay is None:
             delay = retry_delay_seconds(claim.task_spec, claim.fence.try_number)
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
+    if final.state == TI.UP_FOR_RESCHEDULE:
+        values["next_retry_at"] = final.next_poke_at or now
     return values
 
 

@@ -170,6 +170,13 @@ class SkipTask(_Message):
     reason: str = ""
 
 
+class RescheduleTask(_Message):
+    """A sensor in reschedule mode not done yet: end the try, poke again at ``reschedule_date``."""
+
+    type: Literal["RescheduleTask"] = "RescheduleTask"
+    reschedule_date: dt.datetime
+
+
 # --- replies: supervisor -> task (noun + Result) ------------------------------------------
 
 
@@ -271,7 +278,8 @@ ToSupervisor = Annotated[
     | DeleteAssetStateValue
     | SucceedTask
     | FailTask
-    | SkipTask,
+    | SkipTask
+    | RescheduleTask,
     Field(discriminator="type"),
 ]
 ToTask = Annotated[

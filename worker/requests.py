@@ -97,6 +97,11 @@ def skip_task(ctx: TryContext, request: p.SkipTask) -> p._Message:
     return p.OKResponse()
 
 
+def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p._Message:
+    ctx.outcome = Outcome("up_for_reschedule", next_poke_at=request.reschedule_date)
+    return p.OKResponse()
+
+
 # A handler returns its reply, or None when it replies later through ``ctx.reply_later``.
 Handler = Callable[[TryContext, Any], p._Message | None]
 HANDLERS: dict[type[p._Message], Handler] = {
@@ -122,6 +127,7 @@ HANDLERS: dict[type[p._Message], Handler] = {
     p.SucceedTask: succeed_task,
     p.FailTask: fail_task,
     p.SkipTask: skip_task,
+    p.RescheduleTask: reschedule_task,
 }
 
 

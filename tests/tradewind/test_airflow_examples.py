@@ -63,6 +63,7 @@ RUNNING = {
     "trailing_week_inference",
     "train_weekly_model",
     "tutorial_taskflow_api",
+    "tutorial_taskflow_api_virtualenv",  # @task.virtualenv
     "tutorial_taskflow_templates",
 }
 #: Loaded, not run: their tasks reach the internet.

@@ -27,6 +27,7 @@ from tradewind.dag import DAG
 from tradewind.exceptions import FailTask, SkipTask
 from tradewind.loader import one_line_error
 from tradewind.runtime_context import task_context
+from tradewind.sensors import Reschedule
 from tradewind.task import Task
 from tradewind.templates import render_arguments
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
@@ -196,6 +197,9 @@ def run_python_task(
     except SkipTask as skip:
         client.request(p.SkipTask(reason=str(skip)))
         _callback(task.options.on_skipped_callback, context)
+        return 0
+    except Reschedule as reschedule:  # a sensor not done yet (tradewind/sensors.py)
+        client.request(p.RescheduleTask(reschedule_date=reschedule.at))
         return 0
     except (Exception, TaskTerminated) as error:
         return _report_failure(client, task, context, details, error)
