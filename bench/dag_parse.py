@@ -218,9 +218,8 @@ def run_once(command: list[str], env: dict[str, str]) -> dict[str, Any]:
     return result
 
 
-def measure(name: str, command: list[str], env: dict[str, str], repeats: int) -> dict[str, Any]:
-    """The median of ``repeats`` runs of ``command``, each a fresh process."""
-    runs = [run_once(command, env) for _ in range(repeats)]
+def summarize(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One table row: the median of ``runs``, each a fresh process."""
     seconds = [float(run["seconds"]) for run in runs]
     median = statistics.median(seconds)
     files = int(runs[0]["files"])
@@ -229,7 +228,7 @@ def measure(name: str, command: list[str], env: dict[str, str], repeats: int) ->
         "files": files,
         "dags": runs[0]["dags"],
         "tasks": runs[0]["tasks"],
-        "seconds": seconds,
+        "seconds": [round(value, 4) for value in seconds],
         "seconds_median": round(median, 4),
         "files_per_s": round(files / median, 1),
     }
@@ -240,7 +239,6 @@ def environments(work: Path) -> tuple[dict[str, str], dict[str, str]]:
     airflow = base | {
         "AIRFLOW_HOME": str(work / "airflow_home"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "0",
     }
     tradewind = base | {"TRADEWIND_HOME": str(work / "tradewind_home"), "PYTHONPATH": str(ROOT)}
     return airflow, tradewind
@@ -254,15 +252,18 @@ def run_bench(files: int, tasks: int, repeats: int, venv_dir: Path) -> dict[str,
         airflow_env, tradewind_env = environments(work)
         airflow = [str(python), "-c", _AIRFLOW_RUNNER, str(folders["airflow"])]
         tradewind = [sys.executable, "-c", _TRADEWIND_RUNNER, str(folders["tradewind"])]
-        # Interleaved, so a burst of load on the shared machine falls on both sides alike.
-        rows = []
-        for name, command, env in (
-            ("Airflow DagBag", [*airflow, "plain"], airflow_env),
-            ("Tradewind DagBag.collect", [*tradewind, "collect"], tradewind_env),
-            ("Airflow DagBag + serialize", [*airflow, "serialize"], airflow_env),
-            ("Tradewind sync_dags (SQLite)", [*tradewind, "sync"], tradewind_env),
-        ):
-            rows.append(measure(name, command, env, repeats))
+        commands = {
+            "Airflow DagBag": ([*airflow, "plain"], airflow_env),
+            "Tradewind DagBag.collect": ([*tradewind, "collect"], tradewind_env),
+            "Airflow DagBag + serialize": ([*airflow, "serialize"], airflow_env),
+            "Tradewind sync_dags (SQLite)": ([*tradewind, "sync"], tradewind_env),
+        }
+        # Interleaved, so a burst of load on the shared machine falls on every row alike.
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
+        for _ in range(repeats):
+            for name, (command, env) in commands.items():
+                runs[name].append(run_once(command, env))
+    rows = [summarize(name, found) for name, found in runs.items()]
     by_name = {row["name"]: row for row in rows}
     ratio = _ratio(by_name, "Tradewind DagBag.collect", "Airflow DagBag")
     serialized = _ratio(by_name, "Tradewind sync_dags (SQLite)", "Airflow DagBag + serialize")
