@@ -4,15 +4,19 @@ Writes a folder of generated DAG files (TaskFlow, task groups, ``.expand`` mappi
 twice: once importing ``airflow.sdk`` and once ``tradewind``, identical otherwise. Each side parses
 its folder in a fresh subprocess, several times, and reports files/s (the median):
 
-- Airflow: ``DagBag(dag_folder=..., include_examples=False)`` in a throwaway venv
-  (``apache-airflow-core==3.3.2``, cached under ``~/.cache/tradewind/bench-airflow-venv``). Its
-  DagBag imports each file, builds the DAG objects and checks them (cycles, params); it does not
-  serialize. Measured again with each DAG serialized the way the DAG processor stores it
+- Airflow: ``DagBag(dag_folder=...)`` in a throwaway venv (``apache-airflow-core==3.3.2``,
+  cached under ``~/.cache/tradewind/bench-airflow-venv``), examples off in its config (3.3 has no
+  ``include_examples`` argument). Its DagBag imports each file, builds the DAG objects and checks
+  them (cycles; a scheduled DAG's params against their schemas); it does not serialize. Measured
+  again with each DAG serialized the way the DAG processor stores it
   (``DagSerialization.to_dict``), as the ``+ serialize`` row.
 - Tradewind: ``DagBag.collect`` (``tradewind/loader.py``, what the scheduler and ``dags list``
   run): imports each file, builds and validates the DAGs and computes each one's structure and
-  version hash (its serialization). The ``+ sync`` row is ``sync_dags`` into a fresh SQLite store:
-  the same parse, then the structure rows written.
+  version hash (its serialization). The ``sync_dags`` row is the scheduler's whole sync into a
+  fresh in-memory SQLite store: the same parse, then every DAG's row written.
+
+The clock starts once the DagBag class is imported; the four rows take turns, ``--repeats``
+rounds, each run a fresh process.
 
     python bench/dag_parse.py [--files 200] [--tasks 50] [--repeats 3] [--venv DIR]
 
