@@ -25,7 +25,7 @@ from state.models import DagImportError, DagModel, utcnow
 from state.pools import DEFAULT_POOL, DEFAULT_POOL_SLOTS, ensure_pool, pool_names
 from state.upserts import insert_for, insert_missing
 from tradewind.dag import DAG
-from tradewind.loader import DagBag
+from tradewind.loader import DagBag, ParsedDag
 
 #: Structure keys whose change makes the next scheduled run be computed afresh.
 _SCHEDULE_KEYS = ("schedule", "start_date", "catchup")
@@ -47,7 +47,7 @@ def sync_dags(session: Session, folder: Path) -> SyncResult:
     result = SyncResult(dags=dags, import_errors={k: v[0] for k, v in errors.items()})
     existing = {model.dag_id: model for model in session.scalars(select(DagModel))}
     for dag_id in sorted(dags):
-        if _store_dag(session, existing.get(dag_id), dags[dag_id]):
+        if _store_dag(session, existing.get(dag_id), bag.parsed[dag_id]):
             sync_dag_assets(session, dags[dag_id])
             result.changed.append(dag_id)
     kept_as_was = set(errors) | set(refused)
@@ -83,8 +83,8 @@ def _refuse_unknown_pools(
     return refused
 
 
-def _store_dag(session: Session, model: DagModel | None, dag: DAG) -> bool:
-    structure, version = dag.structure(), dag.version_hash()
+def _store_dag(session: Session, model: DagModel | None, parsed: ParsedDag) -> bool:
+    dag, structure, version = parsed
     fileloc = dag.fileloc or ""
     if model is None:
         # Another scheduler may store it first: then its row stands, the same DAG parsed alike.

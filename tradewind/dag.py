@@ -165,8 +165,13 @@ class DAG:
         }
 
     def version_hash(self) -> str:
-        text = json.dumps(self.structure(), sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
+        return structure_hash(self.structure())
+
+
+def structure_hash(structure: dict[str, Any]) -> str:
+    """The version hash of a structure (``DAG.version_hash``, for one already built)."""
+    text = json.dumps(structure, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _unique(node_id: str, taken: Callable[[str], bool]) -> str:

@@ -12,18 +12,32 @@ import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from tradewind import dag_context
-from tradewind.dag import DAG
+from tradewind.dag import DAG, structure_hash
+
+
+class ParsedDag(NamedTuple):
+    """A DAG as loaded, with the structure and version hash computed while validating it."""
+
+    dag: DAG
+    structure: dict[str, Any]
+    version_hash: str
 
 
 @dataclass
 class DagBag:
-    """The DAGs of a folder, by id, and the import errors, by file."""
+    """The DAGs of a folder, by id, and the import errors, by file.
+
+    ``parsed`` holds each DAG's structure and version hash as the load computed them, so that
+    storing the DAGs (``scheduler/dag_sync.py``) does not build each structure again.
+    """
 
     folder: Path
     dags: dict[str, DAG] = field(default_factory=dict)
     import_errors: dict[str, tuple[str, str]] = field(default_factory=dict)
+    parsed: dict[str, ParsedDag] = field(default_factory=dict)
 
     @classmethod
     def collect(cls, folder: Path) -> DagBag:
@@ -34,16 +48,17 @@ class DagBag:
 
     def add_file(self, path: Path) -> None:
         try:
-            found = load_dag_file(path)
-            clash = [d.dag_id for d in found if d.dag_id in self.dags]
+            found = load_parsed_dags(path)
+            clash = [p.dag.dag_id for p in found if p.dag.dag_id in self.dags]
             if clash:
                 other = self.dags[clash[0]].fileloc
                 raise ValueError(f"DAG id {clash[0]!r} is already defined in {other}")
         except (Exception, SystemExit) as error:
             self.import_errors[str(path)] = (one_line_error(error), traceback.format_exc())
             return
-        for built in found:
-            self.dags[built.dag_id] = built
+        for parsed in found:
+            self.dags[parsed.dag.dag_id] = parsed.dag
+            self.parsed[parsed.dag.dag_id] = parsed
 
 
 def dag_files(folder: Path) -> list[Path]:
@@ -65,6 +80,11 @@ def one_line_error(error: BaseException) -> str:
 
 def load_dag_file(path: Path) -> list[DAG]:
     """Import ``path`` as a fresh module; return the DAGs it built, validated."""
+    return [parsed.dag for parsed in load_parsed_dags(path)]
+
+
+def load_parsed_dags(path: Path) -> list[ParsedDag]:
+    """``load_dag_file``, each DAG with its structure and version hash."""
     path = path.resolve()
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
     module_name = f"tradewind_dags_{path.stem}_{digest}"
@@ -85,10 +105,11 @@ def load_dag_file(path: Path) -> list[DAG]:
     finally:
         created = dag_context.CREATED[start:]
         del dag_context.CREATED[start:]
-    found: dict[str, DAG] = {}
+    found: dict[str, ParsedDag] = {}
     for built in created:
         built.validate()
-        built.version_hash()  # a structure JSON cannot hold fails here, not in the scheduler
         built.fileloc = str(path)
-        found[built.dag_id] = built
+        structure = built.structure()
+        # A structure JSON cannot hold fails here, not in the scheduler.
+        found[built.dag_id] = ParsedDag(built, structure, structure_hash(structure))
     return list(found.values())

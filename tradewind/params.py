@@ -75,12 +75,48 @@ def check_value(name: str, schema: Mapping[str, Any], value: Any) -> None:
     import jsonschema
 
     try:
-        jsonschema.validate(value, dict(schema), format_checker=jsonschema.FormatChecker())
-    except jsonschema.ValidationError as error:
+        error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(value))
+    except jsonschema.SchemaError as bad:
+        raise ParamValidationError(f"param {name!r} has a bad schema: {bad.message}") from None
+    if error is not None:
         where = "".join(f"[{part!r}]" for part in error.absolute_path)
-        raise ParamValidationError(f"param {name!r}{where}: {error.message}") from None
-    except jsonschema.SchemaError as error:
-        raise ParamValidationError(f"param {name!r} has a bad schema: {error.message}") from None
+        raise ParamValidationError(f"param {name!r}{where}: {error.message}")
+
+
+#: Validators by schema (as JSON text), each schema checked against its metaschema once.
+_VALIDATORS: dict[str, Any] = {}
+_MAX_VALIDATORS = 1024
+
+
+def _validator(schema: Mapping[str, Any]) -> Any:
+    """A validator for ``schema``, which is checked first (``SchemaError`` if it is bad).
+
+    Cached: checking a schema against its metaschema costs ten times validating a value, and
+    every parse of a DAG file checks the defaults of its params again. Only a schema that JSON
+    holds exactly is cached, under its JSON text; another is checked at every call.
+    """
+    import jsonschema
+
+    schema = dict(schema)
+    key = _schema_key(schema)
+    validator = _VALIDATORS.get(key) if key is not None else None
+    if validator is None:
+        kind = jsonschema.validators.validator_for(schema)
+        kind.check_schema(schema)
+        validator = kind(schema, format_checker=jsonschema.FormatChecker())
+        if key is not None:
+            if len(_VALIDATORS) >= _MAX_VALIDATORS:
+                _VALIDATORS.clear()
+            _VALIDATORS[key] = validator
+    return validator
+
+
+def _schema_key(schema: Mapping[str, Any]) -> str | None:
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    return text if json.loads(text) == schema else None
 
 
 def as_param(value: Any) -> Param:

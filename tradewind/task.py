@@ -6,9 +6,11 @@ Calling a decorated function inside a DAG adds a ``Task`` to that DAG and return
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import inspect
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -302,9 +304,26 @@ def _check_signature(
             _check_signature(function, args, {**kwargs, **dict(item)}, None)
         return
     try:
-        inspect.signature(function).bind_partial(*args, **kwargs, **mapped)
+        _signature(function).bind_partial(*args, **kwargs, **mapped)
     except TypeError as error:
         raise DagDefinitionError(f"{function.__name__}: {error}") from None
+
+
+#: Signatures by function: a task function called in a loop or a group is inspected once.
+_SIGNATURES: weakref.WeakKeyDictionary[Callable[..., Any], inspect.Signature] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _signature(function: Callable[..., Any]) -> inspect.Signature:
+    try:
+        return _SIGNATURES[function]
+    except (KeyError, TypeError):  # not seen yet; or a callable a weak reference cannot hold
+        pass
+    found = inspect.signature(function)
+    with contextlib.suppress(TypeError):
+        _SIGNATURES[function] = found
+    return found
 
 
 def task(python_callable: Callable[..., Any] | None = None, **options: Any) -> Any:
