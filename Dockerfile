@@ -6,6 +6,9 @@ COPY scheduler scheduler
 COPY worker worker
 COPY state state
 COPY broker_config broker_config
+COPY api api
 COPY examples examples
 RUN pip install --no-cache-dir '.[postgres,flower]'
 ENV TRADEWIND_DAGS_FOLDER=/app/dags
+# The API server (tradewind api-server --host 0.0.0.0).
+EXPOSE 8080

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from scheduler.asset_runs import sync_dag_assets
 from state.models import DagImportError, DagModel, utcnow
 from state.pools import DEFAULT_POOL, DEFAULT_POOL_SLOTS, ensure_pool, pool_names
 from state.upserts import insert_for, insert_missing
@@ -47,6 +48,7 @@ def sync_dags(session: Session, folder: Path) -> SyncResult:
     existing = {model.dag_id: model for model in session.scalars(select(DagModel))}
     for dag_id in sorted(dags):
         if _store_dag(session, existing.get(dag_id), bag.parsed[dag_id]):
+            sync_dag_assets(session, dags[dag_id])
             result.changed.append(dag_id)
     kept_as_was = set(errors) | set(refused)
     for dag_id in sorted(existing):

@@ -19,6 +19,7 @@ from celery import Celery
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from broker_config import make_celery_app, publish_many
+from scheduler.asset_runs import create_asset_triggered_runs
 from scheduler.callbacks import LostTry, run_failure_callback
 from scheduler.dag_sync import sync_dags
 from scheduler.run_watch import RunWatch
@@ -105,6 +106,7 @@ class Scheduler:
         self._publish([])  # what an earlier loop could not send
         self.sync_if_changed()
         self._create_due_runs(stats)
+        stats.created += len(create_asset_triggered_runs(self.url))
         self._schedule_runs(stats)
         self._rescue_stalled_queued(stats)
         self._reap_zombies(stats)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
-from state.enums import ACTIVE, DagRunState, TaskInstanceState
+from state.enums import ACTIVE, WAITING_FOR_TIME, DagRunState, TaskInstanceState
 from state.models import DagModel, DagRun, TaskInstance
 
 TI = TaskInstanceState
@@ -85,7 +85,7 @@ def _active_runs(session: Session, now: dt.datetime) -> list[RunView]:
             run_state == DagRunState.QUEUED  # waiting for max_active_runs
             or not same  # a new DAG version: verify_integrity
             or ti_state == TI.SCHEDULED  # waiting for a slot that may be free now
-            or (ti_state == TI.UP_FOR_RETRY and next_retry is not None and next_retry <= now)
+            or (ti_state in WAITING_FOR_TIME and next_retry is not None and next_retry <= now)
         )
         must[run_pk] = must.get(run_pk, False) or bool(urgent)
     return [RunView(pk, frozenset(counts[pk].items()), must[pk]) for pk in counts]

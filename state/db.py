@@ -91,10 +91,42 @@ def _create(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    engine = create_engine(url, pool_size=5, max_overflow=5)
+    engine = create_engine(url, pool_size=5, max_overflow=5, connect_args=_tcp_timeouts())
     event.listen(engine.pool, "checkin", _note_idle_since)
     event.listen(engine.pool, "checkout", functools.partial(_ping_if_idle, engine.dialect))
     return engine
+
+
+#: How long a connection to PostgreSQL may go unanswered before it counts as lost (seconds).
+_NETWORK = {"seconds": 10.0}
+
+
+def set_network_timeout(seconds: float) -> None:
+    """Bound, for the engines made from now on, how long an unanswered connection may hang.
+
+    A link that drops packets (a cut host, a dead router) makes a statement hang rather than
+    fail: without a bound, a heartbeat waited forever while its task ran on, and the zombie rule
+    started the next try beside it. With it, the statement fails as a lost connection, which the
+    outage rule (``state.outage``) waits out within its budget and then gives the try up. The
+    worker sets it from that budget; a server that is merely slow is not affected (what is
+    bounded is unacknowledged data and a silent peer, not a long query).
+    """
+    _NETWORK["seconds"] = seconds
+
+
+def _tcp_timeouts() -> dict[str, Any]:
+    seconds = max(_NETWORK["seconds"], 1.0)
+    probe = max(int(seconds / 3), 1)
+    return {
+        "connect_timeout": max(int(seconds), 2),
+        # Unacknowledged data for this long: the connection is gone (Linux, libpq >= 12).
+        "tcp_user_timeout": int(seconds * 1000),
+        # A peer silent while we wait for its answer: probed after ``probe`` idle seconds.
+        "keepalives": 1,
+        "keepalives_idle": probe,
+        "keepalives_interval": probe,
+        "keepalives_count": 2,
+    }
 
 
 # ``pool_pre_ping`` pings on every checkout: one round trip more for each of a try's three
@@ -161,3 +193,13 @@ def statement_scope(url: str) -> Iterator[Session]:
         autocommit = connection.execution_options(isolation_level="AUTOCOMMIT")
         with Session(bind=autocommit, expire_on_commit=False) as session, session.begin():
             yield session
+
+
+def store_answers(url: str) -> bool:
+    """Whether the store at ``url`` answers a query now (for health checks)."""
+    try:
+        with get_engine(url).connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except exc.SQLAlchemyError:
+        return False
+    return True

@@ -5,7 +5,8 @@ version, ``state.scheduling.cached_dag``), records the end fenced by the try, an
 plan: the slot handed over with the end (``state.hand_over.end_and_take``: one statement on
 PostgreSQL, a short transaction on SQLite), or the end and a pass over the run in one
 transaction. Whatever fails before the end is written leaves the end to be recorded alone: the
-scheduler's loop guarantees progress, the plan only makes it sooner.
+scheduler's loop guarantees progress, the plan only makes it sooner. A branch's choice is the
+exception: the tasks it skips are part of its end, recorded with it or not at all.
 """
 
 from __future__ import annotations
@@ -16,15 +17,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from state.assets import EventSource, OutletEvent, record_events
 from state.db import get_engine, session_scope, statement_scope
-from state.end_plan import FirstWaiting, FullPass, Plan, Successor, plan_end
+from state.end_plan import (
+    FirstWaiting,
+    FullPass,
+    Plan,
+    SkipDownstream,
+    Successor,
+    plan_end,
+    plan_reschedule,
+)
 from state.enums import TaskInstanceState
 from state.hand_over import SlotTaker, end_and_take, first_waiting, lone_successor
-from state.scheduling import Enqueue, cached_dag, pass_after_end
-from state.transitions import Fence, transition_tis
+from state.models import TI_TABLE
+from state.scheduling import CachedDag, Enqueue, cached_dag, dag_version, pass_after_end
+from state.transitions import Chosen, Fence, ti_move, transition_tis
 
 log = logging.getLogger(__name__)
 TI = TaskInstanceState
@@ -46,6 +58,11 @@ class TryEnd:
     values: Mapping[str, Any]
     # The moment of the end: a try queued in its slot is queued at that moment too.
     at: dt.datetime
+    # The assets a success updated (state/assets.py): written with the end, fenced by the try.
+    asset_events: tuple[OutletEvent, ...] = ()
+    map_index: int = -1
+    # What a branch or a short circuit chose to follow (None for any other task).
+    follow: tuple[str, ...] | None = None
 
     def __str__(self) -> str:
         return f"{self.dag_id}/{self.run_id}/{self.task_id} try {self.fence.try_number}"
@@ -61,31 +78,50 @@ class Recorded(NamedTuple):
 
 def end_try(url: str, end: TryEnd) -> Recorded:
     """Record ``end`` and act on its plan; the plan's failure leaves the end recorded alone."""
-    plan = _plan(end)
+    plan = _plan(url, end)
     try:
         return _carry_out(url, end, plan)
     except SQLAlchemyError:
         log.exception("recording the end of %s as %s failed; recording it alone", end, plan)
-    with statement_scope(url) as session:
-        return Recorded(record_end(session, end), [])
+    with session_scope(url) as session:
+        recorded = record_end(session, end)
+        if recorded and isinstance(plan, SkipDownstream):
+            skip_tasks(session, end, plan.skip)
+        return Recorded(recorded, [])
 
 
-def _plan(end: TryEnd) -> Plan:
+def _plan(url: str, end: TryEnd) -> Plan:
     """The plan, from the structure this process read of the run's version; before it has read
-    that structure, a full pass (which reads it)."""
+    that structure, a full pass (which reads it), unless a branch chose: its skips need it."""
     dag = cached_dag(end.dag_id, end.version_hash) if end.version_hash else None
+    if dag is None and end.follow is not None and end.version_hash:
+        dag = _read_dag(url, end.dag_id, end.version_hash)
     if dag is None:
         return FullPass()
-    succeeded = end.state == TI.SUCCESS
-    key = ("plan", end.task_id, succeeded)
+    if end.state == TI.UP_FOR_RESCHEDULE:
+        return plan_reschedule()
+    succeeded, events = end.state == TI.SUCCESS, bool(end.asset_events)
+    key = ("plan", end.task_id, succeeded, end.follow, events)
     memo = dag.structure.memo
     if key not in memo:
-        memo[key] = plan_end(dag.structure, end.task_id, succeeded)
+        memo[key] = plan_end(dag.structure, end.task_id, succeeded, end.follow, events)
     plan: Plan = memo[key]
     return plan
 
 
+def _read_dag(url: str, dag_id: str, version_hash: str) -> CachedDag | None:
+    with statement_scope(url) as session:
+        dag = dag_version(session, dag_id, version_hash)
+    return dag if dag.version_hash == version_hash else None
+
+
 def _carry_out(url: str, end: TryEnd, plan: Plan) -> Recorded:
+    if isinstance(plan, SkipDownstream):
+        with session_scope(url) as session:
+            if not record_end(session, end):
+                return Recorded(False, [])
+            skip_tasks(session, end, plan.skip)
+            return Recorded(True, pass_after_end(session, end.run_pk))
     if isinstance(plan, FullPass):
         with session_scope(url) as session:
             if not record_end(session, end):
@@ -136,4 +172,27 @@ def record_end(session: Session, end: TryEnd) -> bool:
     moved = transition_tis(
         session, [end.fence.ti_id], [TI.RUNNING], end.state, end.values, end.fence
     )
+    if moved == 1 and end.asset_events:
+        source = EventSource(end.dag_id, end.run_id, end.task_id, end.map_index)
+        record_events(session, source, end.asset_events, end.at)
     return moved == 1
+
+
+_TI = TI_TABLE
+# The run's task instances of the tasks a branch skips: one statement whatever their number.
+_OF_TASKS = select(_TI.c.id).where(
+    _TI.c.dag_id == bindparam("of_dag"),
+    _TI.c.run_id == bindparam("of_run"),
+    _TI.c.task_id.in_(bindparam("skipped", expanding=True)),
+)
+
+
+def skip_tasks(session: Session, end: TryEnd, task_ids: tuple[str, ...]) -> None:
+    """``none -> skipped`` for the task instances of ``task_ids`` in the ended try's run."""
+    if not task_ids:
+        return
+    params = {"of_dag": end.dag_id, "of_run": end.run_id, "skipped": list(task_ids)}
+    statement, values = ti_move(
+        Chosen(_OF_TASKS, params), [TI.NONE], TI.SKIPPED, {"end_date": end.at}
+    )
+    session.execute(statement, values)

@@ -12,6 +12,9 @@ would cost O(run) per try, so the planner picks the cheapest way that keeps ever
 - ``FullPass``: the end and a pass over the run, in one transaction (failures cascade, mapped
   downstream tasks expand, several successors are decided together). A one-successor pass first
   decides that task from its own rows and its upstreams', not the whole run's.
+- ``SkipDownstream``: a branch (``@task.branch``) or a short circuit that chose: the end, one
+  statement skipping the tasks it did not follow, and a pass that lets the trigger rules carry
+  the skips further, in one transaction. The skips are recorded with the end, never after it.
 
 A hand-over that queues nothing is followed by the pass its plan names (``then``), in a
 transaction of its own: the successor left ``none`` meanwhile, or this end was the last of a
@@ -25,6 +28,7 @@ docs/decisions/one-end-path.md.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from state.enums import TaskInstanceState
@@ -60,14 +64,37 @@ class FirstWaiting:
     then: FullPass | None = None
 
 
-Plan = Successor | FirstWaiting | FullPass
+@dataclass(frozen=True)
+class SkipDownstream:
+    """A branch's or a short circuit's success: ``skip`` (task ids) go ``none -> skipped`` with
+    the end, then a pass over the run decides what follows them by their trigger rules."""
+
+    skip: tuple[str, ...]
 
 
-def plan_end(structure: DagStructure, ended: str, succeeded: bool) -> Plan:
-    """The plan for the end of a try of task ``ended`` (``succeeded``: it ended in success)."""
+Plan = Successor | FirstWaiting | FullPass | SkipDownstream
+
+
+def plan_end(
+    structure: DagStructure,
+    ended: str,
+    succeeded: bool,
+    follow: tuple[str, ...] | None = None,
+    writes_events: bool = False,
+) -> Plan:
+    """The plan for the end of a try of task ``ended`` (``succeeded``: it ended in success).
+
+    ``follow``: what a branch or a short circuit chose (the task or group ids to run; an empty
+    tuple: none); None for any other end. ``writes_events``: the end records asset events,
+    which go in its own transaction (no hand-over statement carries them).
+    """
     spec = structure.tasks.get(ended)
     if spec is None:
         return FullPass()  # not in this version of the DAG: the pass removes or restores it
+    if succeeded and follow is not None and spec.kind != "task":
+        return SkipDownstream(skipped_by(structure, ended, follow))
+    if writes_events:
+        return FullPass(_single_successor(structure, spec))
     if not spec.downstream:
         return FirstWaiting()
     if not succeeded:
@@ -126,3 +153,60 @@ def _holding_back(structure: DagStructure, downstream: tuple[str, ...]) -> froze
     if not specs or any(decide(spec.trigger_rule, one_of_two, 2) is not None for spec in specs):
         return None
     return frozenset.intersection(*(frozenset(spec.upstream) for spec in specs))
+
+
+def skipped_by(structure: DagStructure, ended: str, follow: tuple[str, ...]) -> tuple[str, ...]:
+    """The tasks a branch or short circuit that chose ``follow`` skips, as Airflow does.
+
+    A branch skips its direct downstream tasks it did not follow (a group id follows the
+    group's tasks), except those downstream of one it follows: the join of an empty branch
+    runs. A short circuit that chose nothing skips its direct downstream tasks, or everything
+    downstream with ``ignore_downstream_trigger_rules``; never a teardown.
+    """
+    spec = structure.tasks[ended]
+    if spec.kind == "branch":
+        followed = _downstream_of(structure, _tasks_named(structure, follow))
+        return tuple(task for task in spec.downstream if task not in followed)
+    if follow:
+        return ()  # a truthy short circuit skips nothing
+    skipped = (
+        _downstream_of(structure, spec.downstream)
+        if spec.ignore_downstream_trigger_rules
+        else set(spec.downstream)
+    )
+    return tuple(sorted(t for t in skipped if not structure.tasks[t].is_teardown))
+
+
+def _tasks_named(structure: DagStructure, ids: tuple[str, ...]) -> set[str]:
+    named = {task_id for task_id in ids if task_id in structure.tasks}
+    for group_id in ids:
+        group = structure.groups.get(group_id)
+        if group is not None:
+            named.update(_tasks_in_group(structure, group_id))
+    return named
+
+
+def _tasks_in_group(structure: DagStructure, group_id: str) -> set[str]:
+    tasks = set(structure.groups[group_id].tasks)
+    for child_id, child in structure.groups.items():
+        if child.parent == group_id:
+            tasks |= _tasks_in_group(structure, child_id)
+    return tasks
+
+
+def _downstream_of(structure: DagStructure, roots: Iterable[str]) -> set[str]:
+    """``roots`` and every task downstream of them."""
+    seen: set[str] = set()
+    stack = list(roots)
+    while stack:
+        task_id = stack.pop()
+        if task_id not in seen and task_id in structure.tasks:
+            seen.add(task_id)
+            stack.extend(structure.tasks[task_id].downstream)
+    return seen
+
+
+def plan_reschedule() -> Plan:
+    """The plan for a sensor's try ended ``up_for_reschedule``: its slot is free and nothing
+    downstream changed, so the run's first try waiting for a slot of its pool takes it."""
+    return FirstWaiting()

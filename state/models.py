@@ -233,6 +233,94 @@ class Pool(Base):
     slots: Mapped[int] = mapped_column(Integer, default=128)
 
 
+class User(Base):
+    """Someone who may use the API server: a name, an argon2 hash of the password, one role.
+
+    The password itself is never stored; the role is one of ``state.users.Role``.
+    """
+
+    __tablename__ = "api_user"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    username: Mapped[str] = mapped_column(String(250), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(512))
+    role: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Asset(Base):
+    """An asset some DAG names (an outlet, a schedule) or an event updated, keyed by its URI."""
+
+    __tablename__ = "asset"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    uri: Mapped[str] = mapped_column(String(1500), unique=True)
+    name: Mapped[str] = mapped_column(String(1500))
+    group: Mapped[str] = mapped_column(String(1500), default="asset")
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AssetAliasAsset(Base):
+    """An asset an alias has resolved to (``outlet_events[alias].add(asset)``)."""
+
+    __tablename__ = "asset_alias_asset"
+
+    alias_name: Mapped[str] = mapped_column(String(1500), primary_key=True)
+    asset_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+
+
+class AssetEvent(Base):
+    """One update of an asset: by which try, with what extra (and through which alias)."""
+
+    __tablename__ = "asset_event"
+    __table_args__ = (Index("ix_asset_event_asset_id", "asset_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    asset_id: Mapped[int] = mapped_column(Integer)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    source_dag_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    source_run_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    source_task_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    source_map_index: Mapped[int] = mapped_column(Integer, default=-1)
+    source_alias: Mapped[str | None] = mapped_column(String(1500), nullable=True)
+    partition_key: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    timestamp: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DagAssetReference(Base):
+    """What a DAG's asset condition waits on (``asset:<uri>`` or ``alias:<name>``), from its sync:
+    a try's end finds the DAGs to queue for without reading their structures."""
+
+    __tablename__ = "dag_asset_reference"
+
+    dag_id: Mapped[str] = mapped_column(String(250), primary_key=True)
+    reference: Mapped[str] = mapped_column(String(1600), primary_key=True)
+
+
+class AssetDagRunQueue(Base):
+    """An asset updated since the DAG's last asset-triggered run: what the DAG has not consumed."""
+
+    __tablename__ = "asset_dag_run_queue"
+
+    target_dag_id: Mapped[str] = mapped_column(String(250), primary_key=True)
+    asset_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # The latest event that queued it: a run consumes the row only up to the event it read.
+    last_event_id: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AssetStateValue(Base):
+    """One key of an asset's state store: kept across runs, shared by every DAG using the asset."""
+
+    __tablename__ = "asset_state"
+
+    asset_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a
 # try's end, a scheduling pass): they skip the ORM's compile and execute layers.
 TI_TABLE: Table = TaskInstance.__table__  # type: ignore[assignment]

@@ -164,6 +164,10 @@ def _running_runs(session: Session, dag_id: str) -> int:
     return session.scalar(_RUNNING_RUNS, {"dag_id": dag_id}) or 0
 
 
+class PoolRefused(ValueError):
+    """A pool change that cannot be made (negative slots, deleting the default pool)."""
+
+
 def ensure_pool(session: Session, name: str, slots: int) -> None:
     """Create ``name`` with ``slots`` unless it exists (safe when two processes do it at once)."""
     insert_missing(session, Pool, [{"name": name, "slots": slots}], ["name"])
@@ -172,7 +176,7 @@ def ensure_pool(session: Session, name: str, slots: int) -> None:
 def set_pool(session: Session, name: str, slots: int) -> None:
     """Create ``name`` or change its slot count; lowering it never stops what already runs."""
     if slots < 0:
-        raise ValueError(f"a pool's slots must be >= 0, got {slots}")
+        raise PoolRefused(f"a pool's slots must be >= 0, got {slots}")
     statement = insert_for(session)(Pool).values(name=name, slots=slots)
     update = {"slots": statement.excluded.slots}
     session.execute(statement.on_conflict_do_update(index_elements=["name"], set_=update))
@@ -180,7 +184,7 @@ def set_pool(session: Session, name: str, slots: int) -> None:
 
 def delete_pool(session: Session, name: str) -> bool:
     if name == DEFAULT_POOL:
-        raise ValueError(f"{DEFAULT_POOL} cannot be deleted")
+        raise PoolRefused(f"{DEFAULT_POOL} cannot be deleted")
     pool = session.get(Pool, name)
     if pool is None:
         return False

@@ -16,7 +16,7 @@ from sqlalchemy import Row, bindparam, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from state.enums import FINISHED, DagRunState, TaskInstanceState
+from state.enums import FINISHED, WAITING_FOR_TIME, DagRunState, TaskInstanceState
 from state.hand_over import queued_values
 from state.mapping import expand_mapped
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, DagModel, DagRun, TaskInstance, utcnow
@@ -24,7 +24,12 @@ from state.pools import may_start_run, room_to_queue
 from state.readiness import TIRow, evaluate, run_outcome
 from state.runs import mark_run_started, verify_integrity
 from state.structure import DagStructure, parse_structure
-from state.transitions import transition_run, transition_tis, transition_tis_returning
+from state.transitions import (
+    Increment,
+    transition_run,
+    transition_tis,
+    transition_tis_returning,
+)
 
 TI = TaskInstanceState
 
@@ -63,6 +68,8 @@ class CachedDag:
 
 
 _TI = TI_TABLE
+# The next poke of a rescheduled sensor keeps its try number: queuing adds the one taken here.
+SAME_TRY = Increment(-1)
 _RUN_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state, _TI.c.next_retry_at, _TI.c.pool).where(
     _TI.c.dag_id == bindparam("dag_id"), _TI.c.run_id == bindparam("run_id")
 )
@@ -84,19 +91,40 @@ def schedule_run(
     states = {row.id: TI(row.state) for row in rows}
     _remove_gone(session, structure, rows, states)
     _apply_decisions(session, structure, rows, states, now)
-    due = [
-        r.id
-        for r in rows
-        if r.state == TI.UP_FOR_RETRY and r.next_retry_at and r.next_retry_at <= now
-    ]
-    if transition_tis(session, due, [TI.UP_FOR_RETRY], TI.SCHEDULED):
-        states.update(dict.fromkeys(due, TI.SCHEDULED))
+    _schedule_due(session, rows, states, now)
     pools = {row.id: row.pool for row in rows}
     enqueued = _queue_scheduled(session, run.dag_id, structure, pools, states, now)
     if enqueued:
         mark_run_started(session, run)
-    settle_run(session, run, list(states.values()), now)
+    settle_run(session, run, *_deciding(structure, rows, states), now)
     return enqueued
+
+
+def _deciding(
+    structure: DagStructure, rows: Any, states: Mapping[int, TaskInstanceState]
+) -> tuple[list[TaskInstanceState], list[TaskInstanceState]]:
+    """The run's states that decide its outcome, and those of teardowns that do not."""
+    tasks = structure.tasks
+    aside = {r.id for r in rows if r.task_id in tasks and not tasks[r.task_id].decides_run}
+    deciding = [state for ti_id, state in states.items() if ti_id not in aside]
+    return deciding, [states[ti_id] for ti_id in aside]
+
+
+def _schedule_due(
+    session: Session, rows: Any, states: dict[int, TaskInstanceState], now: dt.datetime
+) -> None:
+    """Tries whose ``next_retry_at`` has passed go back to ``scheduled``.
+
+    A retry is a new try: queuing adds one to the try number. A sensor's next poke is the same
+    try, so its try number is lowered by one here and queuing brings it back (DESIGN.md §4).
+    """
+    for waiting in sorted(WAITING_FOR_TIME):
+        due = [
+            r.id for r in rows if r.state == waiting and r.next_retry_at and r.next_retry_at <= now
+        ]
+        values = {"try_number": SAME_TRY} if waiting == TI.UP_FOR_RESCHEDULE else None
+        if transition_tis(session, due, [waiting], TI.SCHEDULED, values):
+            states.update(dict.fromkeys(due, TI.SCHEDULED))
 
 
 def _apply_decisions(
@@ -124,7 +152,7 @@ def _remove_gone(
     it must not be retried into a task the DAG no longer has.
     """
     tasks = structure.tasks
-    waiting = (TI.NONE, TI.SCHEDULED, TI.UP_FOR_RETRY)
+    waiting = (TI.NONE, TI.SCHEDULED, *WAITING_FOR_TIME)
     gone = [r for r in rows if r.task_id not in tasks and r.state in waiting]
     from_states = {TI(r.state) for r in gone}
     ids = [r.id for r in gone]
@@ -159,10 +187,15 @@ def _queue(session: Session, ti_ids: list[int], now: dt.datetime) -> Sequence[Ro
 
 
 def settle_run(
-    session: Session, run: DagRun, states: list[TaskInstanceState], now: dt.datetime
+    session: Session,
+    run: DagRun,
+    states: list[TaskInstanceState],
+    not_deciding: list[TaskInstanceState],
+    now: dt.datetime,
 ) -> None:
-    """Derive the run's state from its task instances: finished only when all of them are."""
-    outcome = run_outcome(states)
+    """Derive the run's state from its task instances: finished only when all of them are
+    (``not_deciding``: teardowns', which the run waits for but whose failure does not fail it)."""
+    outcome = run_outcome(states, not_deciding)
     if outcome is None or run.state not in (DagRunState.QUEUED, DagRunState.RUNNING):
         return
     if outcome == DagRunState.SUCCESS:

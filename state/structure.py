@@ -76,6 +76,19 @@ class TaskSpec(_Frozen):
     owner: str = "airflow"
     upstream_labels: Mapping[str, str] = {}
     doc_md: str | None = None
+    # What a success updates: ``{"asset": uri, ...}`` or ``{"alias": name}`` (tradewind/assets.py).
+    outlets: tuple[Mapping[str, Any], ...] = ()
+    # Control flow: @task.branch / @task.short_circuit, and setup / teardown tasks.
+    kind: Literal["task", "branch", "short_circuit"] = "task"
+    ignore_downstream_trigger_rules: bool = True
+    is_setup: bool = False
+    is_teardown: bool = False
+    on_failure_fail_dagrun: bool = False
+
+    @property
+    def decides_run(self) -> bool:
+        """Whether the task's state counts in the run's (a teardown's does not, by default)."""
+        return not self.is_teardown or self.on_failure_fail_dagrun
 
     @property
     def max_tries(self) -> int:
@@ -107,6 +120,8 @@ class DagStructure(_Frozen):
 
     dag_id: str
     schedule: str | None = None
+    # An asset condition (tradewind/assets.py) the DAG's runs wait on, instead of a time schedule.
+    asset_condition: Mapping[str, Any] | None = None
     start_date: str | None = None
     catchup: bool = False
     max_active_tasks: int = DEFAULT_MAX_ACTIVE_TASKS

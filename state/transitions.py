@@ -26,7 +26,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from state.enums import (
+    DAG_RUN_MARKS,
     DAG_RUN_TRANSITIONS,
+    TASK_INSTANCE_MARKS,
     TASK_INSTANCE_TRANSITIONS,
     DagRunState,
     TaskInstanceState,
@@ -241,6 +243,17 @@ def transition_run(
 ) -> bool:
     """Move one DAG run; False when another writer moved it first."""
     check_allowed(DAG_RUN_TRANSITIONS, from_states, to_state)
+    return _move_run(session, run_pk, from_states, to_state, values)
+
+
+def _move_run(
+    session: Session,
+    run_pk: int,
+    from_states: Collection[DagRunState],
+    to_state: DagRunState,
+    values: Mapping[str, Any] | None,
+) -> bool:
+    """The conditional ``UPDATE`` of a run's state, once its table allowed the move."""
     statement = (
         update(_RUN)
         .where(_RUN.c.id == run_pk, _RUN.c.state.in_(list(from_states)))
@@ -248,6 +261,42 @@ def transition_run(
     )
     result: CursorResult[Any] = session.execute(statement)  # type: ignore[assignment]
     return result.rowcount == 1
+
+
+def mark_tis(
+    session: Session,
+    ti_ids: Collection[int],
+    from_states: Collection[TaskInstanceState],
+    to_state: TaskInstanceState,
+    values: Mapping[str, Any] | None = None,
+) -> int:
+    """A person's mark (success, failed, skipped) of task instances; returns how many moved.
+
+    Checked against the marks' own table (``state.enums.TASK_INSTANCE_MARKS``); the fence token
+    is dropped, so a try still running can write nothing more and is stopped by its supervisor.
+    """
+    check_allowed(TASK_INSTANCE_MARKS, from_states, to_state)
+    if not ti_ids:
+        return 0
+    statement = (
+        update(_TI)
+        .where(_TI.c.id.in_(list(ti_ids)), _TI.c.state.in_(list(from_states)))
+        .values(state=to_state, fence_token=None, **(values or {}))
+    )
+    result: CursorResult[Any] = session.execute(statement)  # type: ignore[assignment]
+    return result.rowcount
+
+
+def mark_run(
+    session: Session,
+    run_pk: int,
+    from_states: Collection[DagRunState],
+    to_state: DagRunState,
+    values: Mapping[str, Any] | None = None,
+) -> bool:
+    """A person's mark of a DAG run (``state.enums.DAG_RUN_MARKS``); False if it moved first."""
+    check_allowed(DAG_RUN_MARKS, from_states, to_state)
+    return _move_run(session, run_pk, from_states, to_state, values)
 
 
 def assert_fence(session: Session, fence: Fence) -> None:

@@ -3,6 +3,8 @@
 - ``state/`` imports neither the worker nor the scheduler, nor Celery or kombu;
 - the scheduler never imports the worker, and the worker never imports the scheduler;
 - ``broker_config/`` imports no other part of Tradewind;
+- ``api/`` (the API server) imports ``state/``, ``broker_config/`` and the authoring API, never
+  the worker nor the scheduler;
 - no part imports the CLI (``tradewind.cli``), the top floor;
 - the worker's modules import one another without a cycle;
 - the task side (``worker/task_runner/``, what a task process runs) never reaches SQL: neither
@@ -27,7 +29,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config")
+PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config", "api")
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ def violations(part: str, banned: tuple[str, ...]) -> list[str]:
         ("worker", ("scheduler",)),
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
         ("worker/task_runner", ("state", "sqlalchemy")),
+        ("api", ("worker", "scheduler", "celery")),
     ],
 )
 def test_a_part_never_imports_what_it_must_not(part: str, banned: tuple[str, ...]) -> None:
@@ -161,6 +164,7 @@ TASK_PROCESS_BANS = ("state", "sqlalchemy", "scheduler", "celery", "kombu")
         ("scheduler.loop", ("worker",)),
         ("worker.execute", ("scheduler",)),
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
+        ("api.app", ("worker", "scheduler", "celery", "tradewind.cli")),
         # The task process imports the authoring API: it must not bring SQL along.
         ("tradewind", ("tradewind.cli", "state", "sqlalchemy")),
     ],

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from tradewind import bash as _bash
+from tradewind import sensors as _sensors
+from tradewind import virtualenv as _venv
+from tradewind.asset_decorator import asset
+from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, Metadata
+from tradewind.bash_operator import BashOperator
+from tradewind.branching import BranchError
 from tradewind.connections import Connection, Variable, mask_secret
 from tradewind.context import get_current_context
 from tradewind.dag import DAG, dag
@@ -23,40 +30,102 @@ from tradewind.exceptions import (
 )
 from tradewind.operators import BaseOperator
 from tradewind.params import Param, ParamValidationError
+from tradewind.partitions import (
+    AllowedKeyMapper,
+    CronPartitionTimetable,
+    DayWindow,
+    FanOutMapper,
+    FixedKeyMapper,
+    IdentityMapper,
+    MinimumCount,
+    MonthWindow,
+    PartitionedAssetTimetable,
+    PartitionedAtRuntime,
+    PartitionMapper,
+    ProductMapper,
+    RollupMapper,
+    SegmentWindow,
+    StartOfDayMapper,
+    StartOfHourMapper,
+    StartOfMonthMapper,
+    StartOfWeekMapper,
+    StartOfYearMapper,
+    WaitForAll,
+    WeekWindow,
+    Window,
+)
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
+from tradewind.sensors import PokeReturnValue
+from tradewind.setup_teardown import setup, teardown
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
 from tradewind.trigger_rules import TriggerRule
 from tradewind.unsupported import missing_feature
 
+# The task kinds Tradewind has, each in a module of its own (over task.py's refusals).
+task.bash, task.sensor, task.virtualenv = _bash.bash, _sensors.sensor, _venv.virtualenv  # type: ignore[attr-defined]
+
 __all__ = [
     "DAG",
     "NEVER_EXPIRE",
     "AirflowFailException",
     "AirflowSkipException",
+    "AllowedKeyMapper",
+    "Asset",
+    "AssetAlias",
+    "AssetAll",
+    "AssetAny",
     "BaseOperator",
+    "BashOperator",
+    "BranchError",
     "Connection",
+    "CronPartitionTimetable",
     "DagDefinitionError",
+    "DayWindow",
     "EdgeModifier",
     "ExceptionRetryPolicy",
     "FailTask",
+    "FanOutMapper",
+    "FixedKeyMapper",
+    "IdentityMapper",
     "Label",
+    "Metadata",
+    "MinimumCount",
+    "MonthWindow",
     "Param",
     "ParamValidationError",
+    "PartitionMapper",
+    "PartitionedAssetTimetable",
+    "PartitionedAtRuntime",
+    "PokeReturnValue",
+    "ProductMapper",
     "RetryAction",
     "RetryRule",
+    "RollupMapper",
+    "SegmentWindow",
     "SkipTask",
+    "StartOfDayMapper",
+    "StartOfHourMapper",
+    "StartOfMonthMapper",
+    "StartOfWeekMapper",
+    "StartOfYearMapper",
     "TaskGroup",
     "TriggerRule",
     "Variable",
+    "WaitForAll",
+    "WeekWindow",
+    "Window",
+    "asset",
     "chain",
     "cross_downstream",
     "dag",
     "get_current_context",
     "mask_secret",
+    "setup",
     "task",
     "task_group",
+    "teardown",
 ]
 
 

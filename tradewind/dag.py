@@ -17,12 +17,15 @@ from typing import Any
 
 from tradewind import dag_context
 from tradewind.arguments import refuse_unsupported, take_default_only
+from tradewind.assets import InvalidAsset, condition_of, outlets_structure
 from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
+from tradewind.partitions import time_schedule_of
+from tradewind.setup_teardown import control_flow_structure
 from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
 
-ScheduleArg = str | dt.timedelta | None
+ScheduleArg = str | dt.timedelta | Any | None
 
 
 class DAG:
@@ -56,8 +59,10 @@ class DAG:
         self.dag_id = dag_id
         self.schedule = schedule
         try:
-            self._schedule_text = parse_schedule(schedule)
-        except InvalidSchedule as error:
+            plain = time_schedule_of(schedule)  # a partition timetable, as a plain schedule
+            self.asset_condition = condition_of(plain)
+            self._schedule_text = None if self.asset_condition else parse_schedule(plain)
+        except (InvalidSchedule, InvalidAsset) as error:
             raise DagDefinitionError(f"DAG {dag_id}: {error}") from None
         self.start_date = _aware(start_date)
         self.catchup = catchup
@@ -144,6 +149,7 @@ class DAG:
         return {
             "dag_id": self.dag_id,
             "schedule": self._schedule_text,
+            "asset_condition": self.asset_condition,
             "start_date": self.start_date.isoformat() if self.start_date else None,
             "catchup": self.catchup,
             "max_active_tasks": self.max_active_tasks,
@@ -214,6 +220,8 @@ def _task_structure(task: Task) -> dict[str, Any]:
             options.max_retry_delay.total_seconds() if options.max_retry_delay else None
         ),
         "doc_md": options.doc_md,
+        "outlets": outlets_structure(options.outlets),
+        **control_flow_structure(task),
     }
 
 

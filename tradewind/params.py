@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from tradewind.exceptions import DagDefinitionError
 
@@ -142,14 +142,30 @@ def params_structure(
     return values, specs
 
 
-def resolve_params(structure: Mapping[str, Any], conf: Mapping[str, Any]) -> dict[str, Any]:
-    """A run's params: ``conf`` over the DAG's defaults, every parameter checked."""
-    resolved = copy.deepcopy(dict(structure.get("params") or {}))
+class _Schema(Protocol):
+    @property
+    def schema_(self) -> Mapping[str, Any]: ...
+
+
+class _WithParams(Protocol):
+    """What ``resolve_params`` reads of a DAG's structure (``state.structure.DagStructure``)."""
+
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+
+    @property
+    def param_specs(self) -> Mapping[str, _Schema]: ...
+
+
+def resolve_params(structure: _WithParams, conf: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's params: ``conf`` over the DAG's defaults, every parameter checked (the CLI's
+    trigger and the API's use this one check)."""
+    resolved = copy.deepcopy(dict(structure.params))
     resolved.update(conf)
-    for name, spec in (structure.get("param_specs") or {}).items():
+    for name, spec in structure.param_specs.items():
         if name not in resolved:
             raise ParamValidationError(
                 f"param {name!r} is required: it has no default and the conf does not give it"
             )
-        check_value(name, spec.get("schema") or {}, resolved[name])
+        check_value(name, spec.schema_, resolved[name])
     return resolved

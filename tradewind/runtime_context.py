@@ -28,6 +28,9 @@ class DagRunInfo:
     logical_date: dt.datetime | None = None
     data_interval_start: dt.datetime | None = None
     data_interval_end: dt.datetime | None = None
+    # A CronPartitionTimetable DAG's scheduled run's partition (tradewind/asset_events.py).
+    partition_key: str | None = None
+    partition_date: dt.datetime | None = None
 
     def __getitem__(self, name: str) -> Any:
         return getattr(self, name)
@@ -124,4 +127,5 @@ def task_context(details: Any, client: SupervisorClient, dag: Any, task: Any) ->
         "conn": ConnectionAccessor(),
         "var": VariableAccessor(),
         "templates_dict": None,
+        "partition_key": dag_run.partition_key,
     }

@@ -53,6 +53,14 @@ class Settings(BaseSettings):
     # How many tries of Python tasks one task process may run, one after another (DESIGN.md §7,
     # docs/operations.md): 1, the default, is a fresh process per try.
     task_process_reuse: int = Field(default=1, ge=1)
+    # The API server (api/). The key signs its tokens and session cookies: every server of one
+    # fleet needs the same one. Unset, one is generated and kept under TRADEWIND_HOME.
+    api_secret_key: str | None = Field(default=None, min_length=32)
+    api_token_lifetime_seconds: float = Field(default=86400.0, gt=0)
+    api_host: str = Field(default="127.0.0.1", min_length=1)
+    api_port: int = Field(default=8080, ge=1, le=65535)
+    # A request body above this is refused (413) before it is read whole.
+    api_max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
 
     @field_validator("database_url", "broker_url", "object_storage_url", "remote_logs_url")
     @classmethod
@@ -102,6 +110,14 @@ class Settings(BaseSettings):
         return Path("dags").resolve()
 
 
+def log_path(
+    logs_folder: Path, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
+) -> Path:
+    """Where one try's log is written (by its supervisor) and read (by the CLI and the API)."""
+    safe_run = run_id.replace("/", "_").replace(":", "_")
+    return logs_folder / dag_id / safe_run / task_id / str(map_index) / f"{try_number}.log"
+
+
 def needs_object_storage_url(variable: str) -> str:
     """The error of ``variable=object_storage`` without ``TRADEWIND_OBJECT_STORAGE_URL``."""
     return (
@@ -114,8 +130,15 @@ def _one_line(error: ValidationError) -> str:
     first = error.errors()[0]
     if not first["loc"]:  # a rule between variables: its message names them
         return str(first.get("ctx", {}).get("error", first["msg"]))
-    name = ENV_PREFIX + str(first["loc"][0]).upper() if first["loc"] else ENV_PREFIX + "*"
+    field = str(first["loc"][0])
+    name = ENV_PREFIX + field.upper()
+    if field in SECRET_FIELDS:  # the message must not show the secret it refuses
+        return f"{name}: {first['msg']} (got {len(str(first.get('input')))} characters)"
     return f"{name}: {first['msg']} (got {first.get('input')!r})"
+
+
+#: Settings whose values a message never shows.
+SECRET_FIELDS = frozenset({"api_secret_key"})
 
 
 @functools.cache

@@ -66,6 +66,9 @@ class TaskOptions:
     params: dict[str, Any] | None = None
     templates_dict: dict[str, Any] | None = None
     templates_exts: Sequence[str] | None = None
+    # Assets (tradewind/assets.py): what a success updates, and what the task reads.
+    outlets: Sequence[Any] = ()
+    inlets: Sequence[Any] = ()
 
     def __post_init__(self) -> None:
         self.retry_delay = as_timedelta(self.retry_delay, "retry_delay")
@@ -146,6 +149,12 @@ class Task(DependencyMixin):
     label: str = ""  # the id given, before the groups' prefixes
     upstream_labels: dict[str, str] = field(default_factory=dict)  # edge Label()s by upstream
     operator: Any = None  # the BaseOperator this task runs, for classic operators
+    # Control flow: a branch's or short circuit's Choice (tradewind/branching.py), and setup /
+    # teardown roles (tradewind/setup_teardown.py).
+    choice: Any = None
+    is_setup: bool = False
+    is_teardown: bool = False
+    on_failure_fail_dagrun: bool = False
 
     @property
     def group_id(self) -> str | None:

@@ -10,21 +10,11 @@ _ASSETS = "assets (data-aware scheduling)"
 _PARTITIONS = "partitioned assets"
 
 FEATURES = {
-    "Asset": _ASSETS,
-    "AssetAlias": _ASSETS,
-    "AssetAll": _ASSETS,
-    "AssetAny": _ASSETS,
     "AssetWatcher": _ASSETS,
-    "Metadata": _ASSETS,
-    "asset": _ASSETS,
-    "CronPartitionTimetable": _PARTITIONS,
-    "PartitionedAssetTimetable": _PARTITIONS,
-    "PartitionedAtRuntime": _PARTITIONS,
     "setup": "setup and teardown tasks",
     "teardown": "setup and teardown tasks",
     "ObjectStoragePath": "ObjectStoragePath (object storage paths)",
-    "BaseSensorOperator": "sensors",
-    "PokeReturnValue": "sensors",
+    "BaseSensorOperator": "classic sensors (@task.sensor is supported)",
 }
 
 

@@ -54,6 +54,27 @@ class XComArg(DependencyMixin):
             raise DagDefinitionError("XComArg.zip() takes one or more task results to zip with")
         return ZipXComArg(self.task, self.key, (self, *others), fillvalue)
 
+    # Setup and teardown (tradewind/setup_teardown.py), as on Airflow's XComArg.
+    def as_setup(self) -> XComArg:
+        from tradewind.setup_teardown import as_setup
+
+        return as_setup(self)  # type: ignore[no-any-return]
+
+    def as_teardown(self, setups: Any = None, on_failure_fail_dagrun: bool = False) -> XComArg:
+        from tradewind.setup_teardown import as_teardown
+
+        return as_teardown(self, setups, on_failure_fail_dagrun)  # type: ignore[no-any-return]
+
+    def __enter__(self) -> XComArg:
+        from tradewind.setup_teardown import enter_scope
+
+        return enter_scope(self)  # type: ignore[no-any-return]
+
+    def __exit__(self, *exc: object) -> None:
+        from tradewind.setup_teardown import exit_scope
+
+        exit_scope(self)
+
     @property
     def parts(self) -> tuple[XComArg, ...]:
         """What a derived XCom (``map``, ``zip``) is read from; none for a stored one."""

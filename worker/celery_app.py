@@ -20,7 +20,7 @@ from broker_config import (
     parse_message,
     publish_many,
 )
-from state.db import forget_engines_after_fork
+from state.db import forget_engines_after_fork, set_network_timeout
 from state.outage import Retry, StoreUnavailable, outage_budget, ride_out, set_budget
 from state.scheduling import Enqueue
 from tradewind.settings import get_settings
@@ -37,7 +37,10 @@ _publish_wait = {"seconds": 60.0}
 def create_app() -> Celery:
     settings = get_settings()
     # How long a try waits out an outage of the store (state/outage.py); inherited by the pool.
-    set_budget(outage_budget(settings.zombie_threshold_seconds, settings.kill_grace_seconds))
+    budget = outage_budget(settings.zombie_threshold_seconds, settings.kill_grace_seconds)
+    set_budget(budget)
+    # A hung statement must fail well within the budget, so that the try is given up in time.
+    set_network_timeout(min(10.0, budget / 2))
     _publish_wait["seconds"] = settings.task_queued_timeout_seconds
     app = make_celery_app(settings.broker, settings.broker_folder, main="worker")
     app.conf.worker_consumer = f"{__name__}:Consumer"

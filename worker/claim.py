@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
+from state.assets import OutletEvent, events_of_success
 from state.db import statement_scope
 from state.end import Recorded, TryEnd
 from state.enums import TaskInstanceState
@@ -61,7 +62,16 @@ class Claim:
             state=final.state,
             values=end_values(self, final, now),
             at=now,
+            asset_events=_asset_events(self.task_spec, final),
+            map_index=ti.map_index,
+            follow=final.follow,
         )
+
+
+def _asset_events(spec: TaskSpec, final: Final) -> tuple[OutletEvent, ...]:
+    if final.state != TI.SUCCESS or not spec.outlets:
+        return ()
+    return events_of_success(spec.outlets, final.asset_events)
 
 
 def claim_try(
@@ -184,6 +194,12 @@ class Final:
     error: str | None = None
     # A retry policy's delay for this failure; None: the task's retry_delay (and backoff).
     retry_delay_seconds: float | None = None
+    # A success's extras and alias resolutions for its outlets, as the task sent them.
+    asset_events: tuple[dict[str, Any], ...] = ()
+    # What a branch or a short circuit chose (recorded with the end: state.end_plan).
+    follow: tuple[str, ...] | None = None
+    # A sensor's try rescheduled: when its next poke is due (the try stays the same).
+    next_poke_at: dt.datetime | None = None
 
 
 def final_for_failure(
@@ -204,6 +220,8 @@ def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
         if delay is None:
             delay = retry_delay_seconds(claim.task_spec, claim.fence.try_number)
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
+    if final.state == TI.UP_FOR_RESCHEDULE:
+        values["next_retry_at"] = final.next_poke_at or now
     return values
 
 

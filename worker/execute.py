@@ -12,6 +12,7 @@ from state.scheduling import Enqueue
 from tradewind.exceptions import TaskNotFound
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
+from tradewind.virtualenv import needs_fresh_process
 from worker import protocol as p
 from worker.claim import Claim, Final, claim_through_outage, end_through_outage, final_for_failure
 from worker.dags import find_task
@@ -85,7 +86,7 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
         if task.options.command is None:
             try:
                 details = details_at_start(ctx)
-                reuse = settings.task_process_reuse
+                reuse = 1 if needs_fresh_process(task) else settings.task_process_reuse
                 process = start_python_task(claim.fileloc, dag, task, details, reuse)
             except ForkServerError as error:
                 try_log.line("supervisor", f"could not start the task: {error}")

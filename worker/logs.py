@@ -9,14 +9,12 @@ import datetime as dt
 from pathlib import Path
 from typing import TextIO
 
+# Where a try's log lives is shared with its readers (the CLI, the API server): defined there.
+from tradewind.settings import log_path
+
+__all__ = ["MASK", "TryLog", "log_path"]
+
 MASK = "***"
-
-
-def log_path(
-    logs_folder: Path, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
-) -> Path:
-    safe_run = run_id.replace("/", "_").replace(":", "_")
-    return logs_folder / dag_id / safe_run / task_id / str(map_index) / f"{try_number}.log"
 
 
 class TryLog:

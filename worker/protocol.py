@@ -122,8 +122,39 @@ class GetVariable(_Message):
     key: str
 
 
+class GetAssetEvents(_Message):
+    type: Literal["GetAssetEvents"] = "GetAssetEvents"
+    # An asset's URI, or ``alias:<name>`` for the events recorded through an alias.
+    uri: str
+
+
+class GetAssetStateValue(_Message):
+    type: Literal["GetAssetStateValue"] = "GetAssetStateValue"
+    uri: str
+    key: str
+
+
+class SetAssetStateValue(_Message):
+    type: Literal["SetAssetStateValue"] = "SetAssetStateValue"
+    uri: str
+    key: str
+    value: Any = None
+
+
+class DeleteAssetStateValue(_Message):
+    type: Literal["DeleteAssetStateValue"] = "DeleteAssetStateValue"
+    uri: str
+    # None: every key of the asset's state.
+    key: str | None = None
+
+
 class SucceedTask(_Message):
     type: Literal["SucceedTask"] = "SucceedTask"
+    # What the task set on its outlets (tradewind/asset_events.py): extras, alias resolutions.
+    asset_events: list[dict[str, Any]] = Field(default_factory=list)
+    # A branch's or short circuit's choice: the task or group ids to follow ([]: none). The
+    # store skips the others with the end (state.end_plan.SkipDownstream).
+    follow: list[str] | None = None
 
 
 class FailTask(_Message):
@@ -137,6 +168,13 @@ class FailTask(_Message):
 class SkipTask(_Message):
     type: Literal["SkipTask"] = "SkipTask"
     reason: str = ""
+
+
+class RescheduleTask(_Message):
+    """A sensor in reschedule mode not done yet: end the try, poke again at ``reschedule_date``."""
+
+    type: Literal["RescheduleTask"] = "RescheduleTask"
+    reschedule_date: dt.datetime
 
 
 # --- replies: supervisor -> task (noun + Result) ------------------------------------------
@@ -204,6 +242,11 @@ class VariableResult(_Message):
     value: str | None = None
 
 
+class AssetEventsResult(_Message):
+    type: Literal["AssetEventsResult"] = "AssetEventsResult"
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class OKResponse(_Message):
     type: Literal["OKResponse"] = "OKResponse"
 
@@ -229,9 +272,14 @@ ToSupervisor = Annotated[
     | MaskSecret
     | GetConnection
     | GetVariable
+    | GetAssetEvents
+    | GetAssetStateValue
+    | SetAssetStateValue
+    | DeleteAssetStateValue
     | SucceedTask
     | FailTask
-    | SkipTask,
+    | SkipTask
+    | RescheduleTask,
     Field(discriminator="type"),
 ]
 ToTask = Annotated[
@@ -241,6 +289,7 @@ ToTask = Annotated[
     | CheckpointBatchesResult
     | ConnectionResult
     | VariableResult
+    | AssetEventsResult
     | OKResponse
     | ErrorResponse,
     Field(discriminator="type"),

@@ -17,6 +17,7 @@ from state.connections import get_variable as read_variable
 from state.db import session_scope
 from state.outage import Retry, ride_out, store_probe
 from tradewind.connections import is_sensitive
+from worker import asset_requests as assets
 from worker import protocol as p
 from worker.state_store import serving as state
 from worker.try_context import Outcome, TryContext, answer
@@ -76,7 +77,8 @@ def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
 
 
 def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
-    ctx.outcome = Outcome("success")
+    follow = tuple(request.follow) if request.follow is not None else None
+    ctx.outcome = Outcome("success", asset_events=tuple(request.asset_events), follow=follow)
     return p.OKResponse()
 
 
@@ -92,6 +94,11 @@ def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
 
 def skip_task(ctx: TryContext, request: p.SkipTask) -> p._Message:
     ctx.outcome = Outcome("skipped", request.reason or None)
+    return p.OKResponse()
+
+
+def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p._Message:
+    ctx.outcome = Outcome("up_for_reschedule", next_poke_at=request.reschedule_date)
     return p.OKResponse()
 
 
@@ -113,9 +120,14 @@ HANDLERS: dict[type[p._Message], Handler] = {
     p.MaskSecret: mask_secret,
     p.GetConnection: get_connection,
     p.GetVariable: get_variable,
+    p.GetAssetEvents: assets.get_asset_events,
+    p.GetAssetStateValue: assets.get_asset_state_value,
+    p.SetAssetStateValue: assets.set_asset_state_value,
+    p.DeleteAssetStateValue: assets.delete_asset_state_value,
     p.SucceedTask: succeed_task,
     p.FailTask: fail_task,
     p.SkipTask: skip_task,
+    p.RescheduleTask: reschedule_task,
 }
 
 

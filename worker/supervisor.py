@@ -311,7 +311,9 @@ def decide_final(loop: SupervisorLoop, claim: Claim) -> Final | None:
     outcome, code = ctx.outcome, loop.process.exit_code
     # None: the task closed its channels after saying it succeeded, and was not waited for.
     if outcome is not None and outcome.state == "success" and code in (0, None):
-        return Final(TI.SUCCESS)
+        return Final(TI.SUCCESS, asset_events=outcome.asset_events, follow=outcome.follow)
+    if outcome is not None and outcome.state == "up_for_reschedule" and code in (0, None):
+        return Final(TI.UP_FOR_RESCHEDULE, next_poke_at=outcome.next_poke_at)
     if outcome is not None and outcome.state == "skipped":
         return Final(TI.SKIPPED, outcome.error)
     if outcome is not None and outcome.state == "failed":

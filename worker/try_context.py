@@ -10,6 +10,7 @@ loop sends those replies (``take_replies``), so nothing here needs the loop or i
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,10 @@ class Outcome:
     error: str | None = None
     retryable: bool = True
     retry_delay_seconds: float | None = None  # a retry policy's, for this failure
+    # A success's extras and alias resolutions for its outlets (SucceedTask.asset_events).
+    asset_events: tuple[dict[str, Any], ...] = ()
+    follow: tuple[str, ...] | None = None  # a branch's choice, with its success
+    next_poke_at: dt.datetime | None = None  # a rescheduled sensor's
 
 
 @dataclass

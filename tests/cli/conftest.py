@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,21 @@ class CliEnv:
 
     home: Path
     dags: Path
+    # A standalone serves the API: on a port of its own, so tests running at once never clash.
+    api_port: int = field(default_factory=lambda: free_port())
 
     def variables(self) -> dict[str, str]:
-        return {"TRADEWIND_HOME": str(self.home), "TRADEWIND_DAGS_FOLDER": str(self.dags)}
+        return {
+            "TRADEWIND_HOME": str(self.home),
+            "TRADEWIND_DAGS_FOLDER": str(self.dags),
+            "TRADEWIND_API_PORT": str(self.api_port),
+        }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

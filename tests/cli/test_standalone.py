@@ -6,9 +6,11 @@ End to end as a user runs it on a fresh machine: SQLite and the filesystem broke
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -67,6 +69,52 @@ def test_standalone_serves_triggered_runs_and_stops_cleanly_on_sigterm(
     assert wait_until_gone(examples_env) == []
 
 
+def test_standalone_serves_the_api_with_a_generated_admin_password(examples_env: CliEnv) -> None:
+    base = f"http://127.0.0.1:{examples_env.api_port}"
+    with started(examples_env, "standalone", "-c", "1") as server:
+        line = wait_for_line(server, "API server: ")
+        kept = examples_env.home / "standalone_admin_password"
+        password = kept.read_text().strip()
+        assert line == f"API server: {base} (sign in as admin, password {password}; kept in {kept})"
+        assert kept.stat().st_mode & 0o777 == 0o600
+        token = wait_for_token(base, password)
+        request = urllib.request.Request(
+            f"{base}/api/v2/dags/etl_example", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            assert json.loads(reply.read())["dag_id"] == "etl_example"
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=30)
+    with started(examples_env, "standalone", "-c", "1") as again:
+        line = wait_for_line(again, "API server: ")
+        assert password not in line and "first password was kept in" in line
+    assert wait_until_gone(examples_env) == []
+
+
+def wait_for_line(server: subprocess.Popen[str], prefix: str) -> str:
+    assert server.stdout is not None
+    for line in server.stdout:
+        if line.startswith(prefix):
+            return line.rstrip("\n")
+    raise AssertionError(f"standalone never printed {prefix!r}: {server.communicate()}")
+
+
+def wait_for_token(base: str, password: str, timeout_seconds: float = 60) -> str:
+    body = json.dumps({"username": "admin", "password": password}).encode()
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        request = urllib.request.Request(
+            f"{base}/auth/token", data=body, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=5) as reply:
+                return str(json.loads(reply.read())["access_token"])
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
 def wait_until_gone(cli_env: CliEnv, timeout_seconds: float = 10) -> list[int]:
     """The processes still using the test's home once they had time to exit."""
     deadline = time.monotonic() + timeout_seconds
@@ -77,6 +125,7 @@ def wait_until_gone(cli_env: CliEnv, timeout_seconds: float = 10) -> list[int]:
 
 NAP_DAG = """
 import time
+import urllib.request
 
 from tradewind import dag, task
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from state.end_plan import FirstWaiting, FullPass, Successor, holding_back, plan_end
+from state.end_plan import (
+    FirstWaiting,
+    FullPass,
+    SkipDownstream,
+    Successor,
+    holding_back,
+    plan_end,
+    skipped_by,
+)
 from state.structure import DagStructure, parse_structure
 
 
@@ -87,3 +95,98 @@ def test_holding_back_is_computed_once_per_set_of_downstream_tasks() -> None:
     assert first == tuple(sorted(upstreams))
     assert holding_back(structure, "t1") == first
     assert sum(key[0] == "holding_back" for key in structure.memo) == 1
+
+
+# --- Airflow 3's other trigger rules, branches and short circuits --------------------------
+
+
+def test_a_successor_any_one_success_makes_ready_is_never_held_back() -> None:
+    for rule in ("one_success", "one_done", "always"):
+        lone = dag(a={}, b={"upstream": ["a"], "trigger_rule": rule})
+        assert plan_end(lone, "a", succeeded=True) == Successor("b", then=FullPass("b"))
+        join = dag(a={}, b={}, j={"upstream": ["a", "b"], "trigger_rule": rule})
+        assert holding_back(join, "a") is None
+        assert plan_end(join, "a", succeeded=True) == FullPass("j")
+
+
+def test_a_successor_one_success_skips_is_decided_by_the_pass() -> None:
+    for rule in ("all_failed", "all_skipped"):
+        structure = dag(a={}, b={"upstream": ["a"], "trigger_rule": rule})
+        assert plan_end(structure, "a", succeeded=True) == FullPass("b")
+
+
+def test_joins_under_the_rules_that_wait_for_every_upstream_hold_them_back() -> None:
+    for rule in (
+        "all_done_min_one_success",
+        "all_done_setup_success",
+        "none_failed_min_one_success",
+        "none_skipped",
+    ):
+        structure = dag(a={}, b={}, j={"upstream": ["a", "b"], "trigger_rule": rule})
+        assert holding_back(structure, "a") == ("a", "b"), rule
+
+
+BRANCHING = {
+    "pick": {"kind": "branch"},
+    "left": {"upstream": ["pick"]},
+    "right": {"upstream": ["pick"]},
+    "after_right": {"upstream": ["right"]},
+    "join": {"upstream": ["pick", "left"], "trigger_rule": "none_failed_min_one_success"},
+}
+
+
+def test_a_branch_skips_the_direct_downstream_tasks_it_did_not_follow() -> None:
+    structure = dag(**{k: dict(v) for k, v in BRANCHING.items()})
+    plan = plan_end(structure, "pick", succeeded=True, follow=("left",))
+    # join is downstream of left, which the branch follows: an empty branch's join runs.
+    assert plan == SkipDownstream(("right",))
+    assert plan_end(structure, "pick", succeeded=True, follow=()) == SkipDownstream(
+        ("left", "right", "join")
+    )
+    assert plan_end(structure, "pick", succeeded=True, follow=("right",)) == SkipDownstream(
+        ("left", "join")
+    )
+
+
+def test_a_branch_that_failed_or_chose_nothing_yet_takes_the_ordinary_plans() -> None:
+    structure = dag(**{k: dict(v) for k, v in BRANCHING.items()})
+    assert plan_end(structure, "pick", succeeded=False, follow=None) == FullPass()
+    assert plan_end(structure, "pick", succeeded=True) == FullPass()  # no choice sent
+
+
+def test_a_branch_follows_a_task_group_by_its_id() -> None:
+    raw = {
+        "dag_id": "d",
+        "tasks": {
+            "pick": {"kind": "branch", "downstream": ["g.a", "other"]},
+            "g.a": {"upstream": ["pick"], "group": "g"},
+            "other": {"upstream": ["pick"]},
+        },
+        "groups": {"g": {"tasks": ["g.a"]}},
+    }
+    plan = plan_end(parse_structure(raw), "pick", succeeded=True, follow=("g",))
+    assert plan == SkipDownstream(("other",))
+
+
+def short_circuit(ignore: bool) -> DagStructure:
+    return dag(
+        gate={"kind": "short_circuit", "ignore_downstream_trigger_rules": ignore},
+        a={"upstream": ["gate"]},
+        b={"upstream": ["a"], "trigger_rule": "all_done"},
+        clean={"upstream": ["b"], "is_teardown": True},
+    )
+
+
+def test_a_short_circuit_skips_everything_downstream_but_teardowns() -> None:
+    plan = plan_end(short_circuit(ignore=True), "gate", succeeded=True, follow=())
+    assert plan == SkipDownstream(("a", "b"))
+
+
+def test_a_short_circuit_that_respects_trigger_rules_skips_its_direct_downstream() -> None:
+    plan = plan_end(short_circuit(ignore=False), "gate", succeeded=True, follow=())
+    assert plan == SkipDownstream(("a",))
+    assert skipped_by(short_circuit(ignore=False), "gate", ("go",)) == ()
+    # A truthy result sends no choice: the ordinary plan.
+    assert plan_end(short_circuit(ignore=False), "gate", succeeded=True) == Successor(
+        "a", then=FullPass("a")
+    )

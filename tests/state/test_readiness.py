@@ -18,12 +18,19 @@ IN_PROGRESS = [TI.NONE, TI.SCHEDULED, TI.QUEUED, TI.RUNNING, TI.UP_FOR_RETRY]
 UPSTREAM_STATES = [TI.SUCCESS, TI.FAILED, TI.SKIPPED, TI.UPSTREAM_FAILED, *IN_PROGRESS]
 RULES = [str(rule) for rule in TriggerRule]
 
-# Where a task goes when its one upstream is in a given state (None: it keeps waiting).
+# Where a task goes when its one upstream is in a given state (None: it keeps waiting): every
+# Airflow 3 rule, upstream success / failed / upstream_failed / skipped.
 ONE_UPSTREAM: dict[str, dict[TaskInstanceState, TaskInstanceState | None]] = {
     "all_success": {
         TI.SUCCESS: TI.SCHEDULED,
         TI.FAILED: TI.UPSTREAM_FAILED,
         TI.UPSTREAM_FAILED: TI.UPSTREAM_FAILED,
+        TI.SKIPPED: TI.SKIPPED,
+    },
+    "all_failed": {
+        TI.SUCCESS: TI.SKIPPED,
+        TI.FAILED: TI.SCHEDULED,
+        TI.UPSTREAM_FAILED: TI.SCHEDULED,
         TI.SKIPPED: TI.SKIPPED,
     },
     "all_done": {
@@ -32,10 +39,40 @@ ONE_UPSTREAM: dict[str, dict[TaskInstanceState, TaskInstanceState | None]] = {
         TI.UPSTREAM_FAILED: TI.SCHEDULED,
         TI.SKIPPED: TI.SCHEDULED,
     },
+    "all_done_min_one_success": {
+        TI.SUCCESS: TI.SCHEDULED,
+        TI.FAILED: TI.UPSTREAM_FAILED,
+        TI.UPSTREAM_FAILED: TI.UPSTREAM_FAILED,
+        TI.SKIPPED: TI.SKIPPED,
+    },
+    "all_done_setup_success": {
+        TI.SUCCESS: TI.SCHEDULED,
+        TI.FAILED: TI.SCHEDULED,
+        TI.UPSTREAM_FAILED: TI.SCHEDULED,
+        TI.SKIPPED: TI.SCHEDULED,
+    },
+    "all_skipped": {
+        TI.SUCCESS: TI.SKIPPED,
+        TI.FAILED: TI.SKIPPED,
+        TI.UPSTREAM_FAILED: TI.SKIPPED,
+        TI.SKIPPED: TI.SCHEDULED,
+    },
+    "one_success": {
+        TI.SUCCESS: TI.SCHEDULED,
+        TI.FAILED: TI.UPSTREAM_FAILED,
+        TI.UPSTREAM_FAILED: TI.UPSTREAM_FAILED,
+        TI.SKIPPED: TI.SKIPPED,
+    },
     "one_failed": {
         TI.SUCCESS: TI.SKIPPED,
         TI.FAILED: TI.SCHEDULED,
         TI.UPSTREAM_FAILED: TI.SCHEDULED,
+        TI.SKIPPED: TI.SKIPPED,
+    },
+    "one_done": {
+        TI.SUCCESS: TI.SCHEDULED,
+        TI.FAILED: TI.SCHEDULED,
+        TI.UPSTREAM_FAILED: TI.SKIPPED,
         TI.SKIPPED: TI.SKIPPED,
     },
     "none_failed": {
@@ -44,7 +81,27 @@ ONE_UPSTREAM: dict[str, dict[TaskInstanceState, TaskInstanceState | None]] = {
         TI.UPSTREAM_FAILED: TI.UPSTREAM_FAILED,
         TI.SKIPPED: TI.SCHEDULED,
     },
+    "none_failed_min_one_success": {
+        TI.SUCCESS: TI.SCHEDULED,
+        TI.FAILED: TI.UPSTREAM_FAILED,
+        TI.UPSTREAM_FAILED: TI.UPSTREAM_FAILED,
+        TI.SKIPPED: TI.SKIPPED,
+    },
+    "none_skipped": {
+        TI.SUCCESS: TI.SCHEDULED,
+        TI.FAILED: TI.SCHEDULED,
+        TI.UPSTREAM_FAILED: TI.SCHEDULED,
+        TI.SKIPPED: TI.SKIPPED,
+    },
+    "always": {
+        TI.SUCCESS: TI.SCHEDULED,
+        TI.FAILED: TI.SCHEDULED,
+        TI.UPSTREAM_FAILED: TI.SCHEDULED,
+        TI.SKIPPED: TI.SCHEDULED,
+    },
 }
+# `always` does not even wait for an upstream in progress.
+ONE_UPSTREAM["always"].update(dict.fromkeys(IN_PROGRESS, TI.SCHEDULED))
 CASES = [
     (rule, state, ONE_UPSTREAM[rule].get(state)) for rule in RULES for state in UPSTREAM_STATES
 ]
@@ -78,10 +135,36 @@ def test_one_upstream(
         # ...and the others wait for every upstream.
         ("all_done", [TI.FAILED, TI.RUNNING], None),
         ("all_done", [TI.SUCCESS, TI.FAILED, TI.SKIPPED], TI.SCHEDULED),
-        ("none_failed", [TI.FAILED, TI.RUNNING], None),
+        ("none_failed", [TI.FAILED, TI.RUNNING], TI.UPSTREAM_FAILED),
         ("none_failed", [TI.SUCCESS, TI.SKIPPED], TI.SCHEDULED),
         ("none_failed", [TI.SUCCESS, TI.UP_FOR_RETRY], None),
         ("none_failed", [TI.SUCCESS, TI.FAILED], TI.UPSTREAM_FAILED),
+        # The rules Airflow 3 adds, with several upstreams.
+        ("all_failed", [TI.FAILED, TI.UPSTREAM_FAILED], TI.SCHEDULED),
+        ("all_failed", [TI.FAILED, TI.RUNNING], None),
+        ("all_failed", [TI.SUCCESS, TI.RUNNING], TI.SKIPPED),
+        ("all_done_min_one_success", [TI.SUCCESS, TI.FAILED], TI.SCHEDULED),
+        ("all_done_min_one_success", [TI.SUCCESS, TI.RUNNING], None),
+        ("all_done_min_one_success", [TI.SKIPPED, TI.FAILED], TI.UPSTREAM_FAILED),
+        ("all_done_min_one_success", [TI.SKIPPED, TI.SKIPPED], TI.SKIPPED),
+        ("all_skipped", [TI.SKIPPED, TI.SKIPPED], TI.SCHEDULED),
+        ("all_skipped", [TI.SKIPPED, TI.RUNNING], None),
+        ("all_skipped", [TI.SUCCESS, TI.RUNNING], TI.SKIPPED),
+        ("one_success", [TI.SUCCESS, TI.RUNNING], TI.SCHEDULED),
+        ("one_success", [TI.FAILED, TI.RUNNING], None),
+        ("one_success", [TI.FAILED, TI.SKIPPED], TI.UPSTREAM_FAILED),
+        ("one_success", [TI.SKIPPED, TI.SKIPPED], TI.SKIPPED),
+        ("one_done", [TI.FAILED, TI.RUNNING], TI.SCHEDULED),
+        ("one_done", [TI.SKIPPED, TI.RUNNING], None),
+        ("one_done", [TI.SKIPPED, TI.UPSTREAM_FAILED], TI.SKIPPED),
+        ("none_failed_min_one_success", [TI.SUCCESS, TI.SKIPPED], TI.SCHEDULED),
+        ("none_failed_min_one_success", [TI.SKIPPED, TI.SKIPPED], TI.SKIPPED),
+        ("none_failed_min_one_success", [TI.SKIPPED, TI.RUNNING], None),
+        ("none_failed_min_one_success", [TI.FAILED, TI.RUNNING], TI.UPSTREAM_FAILED),
+        ("none_skipped", [TI.SUCCESS, TI.FAILED], TI.SCHEDULED),
+        ("none_skipped", [TI.SKIPPED, TI.RUNNING], TI.SKIPPED),
+        ("none_skipped", [TI.SUCCESS, TI.RUNNING], None),
+        ("always", [TI.RUNNING, TI.NONE], TI.SCHEDULED),
     ],
     ids=str,
 )
@@ -126,7 +209,28 @@ def test_all_success_waits_while_an_upstream_is_unfinished_unless_one_failed_or_
         assert set(upstream) <= {TI.SUCCESS}
 
 
-@given(upstream=upstream_lists, rule=st.sampled_from(["all_done", "none_failed"]))
+@pytest.mark.parametrize(
+    ("setups", "expected"),
+    [
+        ([TI.SUCCESS], TI.SCHEDULED),
+        ([TI.SUCCESS, TI.FAILED], TI.SCHEDULED),  # one setup ran: it tears down what it made
+        ([TI.FAILED], TI.UPSTREAM_FAILED),
+        ([TI.UPSTREAM_FAILED], TI.UPSTREAM_FAILED),
+        ([TI.SKIPPED], TI.SKIPPED),
+        ([], TI.SCHEDULED),  # no setup upstream: all_done
+    ],
+    ids=str,
+)
+def test_all_done_setup_success_runs_when_one_of_its_setups_ran(
+    setups: list[TaskInstanceState], expected: TaskInstanceState
+) -> None:
+    upstream = Counter([*setups, TI.FAILED])  # a work task failed: the teardown runs anyway
+    assert decide("all_done_setup_success", upstream, len(setups) + 1, Counter(setups)) == expected
+    unfinished = Counter([*setups, TI.RUNNING])
+    assert decide("all_done_setup_success", unfinished, len(setups) + 1, Counter(setups)) is None
+
+
+@given(upstream=upstream_lists, rule=st.sampled_from(["all_done", "all_done_setup_success"]))
 def test_waiting_rules_never_decide_before_every_upstream_finished(
     upstream: list[TaskInstanceState], rule: str
 ) -> None:
@@ -281,3 +385,30 @@ def test_a_skip_cascades_but_scheduling_does_not() -> None:
 def test_a_task_without_upstream_runs_whatever_its_rule(rule: str) -> None:
     rows = [TIRow(1, "t0", TaskInstanceState.NONE)]
     assert evaluate(_chain_structure(1, rule), rows).schedule == [1]
+
+
+def test_evaluate_counts_the_setups_upstream_of_a_teardown() -> None:
+    dag = parse_structure(
+        {
+            "dag_id": "d",
+            "tasks": {
+                "make": {"is_setup": True},
+                "work": {"upstream": ["make"]},
+                "remove": {
+                    "upstream": ["make", "work"],
+                    "trigger_rule": "all_done_setup_success",
+                    "is_teardown": True,
+                },
+            },
+        }
+    )
+    ran = evaluate(dag, rows(make=TI.SUCCESS, work=TI.FAILED, remove=TI.NONE))
+    assert ran.schedule == [3]
+    never_made = evaluate(dag, rows(make=TI.FAILED, work=TI.UPSTREAM_FAILED, remove=TI.NONE))
+    assert never_made.upstream_failed == [3]
+
+
+def test_a_teardown_that_does_not_decide_the_run_is_waited_for_but_not_counted() -> None:
+    assert run_outcome([TI.SUCCESS], not_deciding=[TI.FAILED]) == "success"
+    assert run_outcome([TI.SUCCESS], not_deciding=[TI.RUNNING]) is None
+    assert run_outcome([TI.FAILED], not_deciding=[TI.SUCCESS]) == "failed"

@@ -19,10 +19,26 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "airflow_examples.py"
 
 #: The example DAGs that run as in Airflow; a feature removed makes one of them fail.
 RUNNING = {
+    "aggregate_regional_sales",
+    "asset1_producer",
+    "asset2_producer",
+    "asset_alias_example_alias_consumer",
+    "asset_alias_example_alias_producer",
+    "asset_s3_bucket_consumer",
+    "asset_s3_bucket_producer",
+    "clean_and_combine_player_stats",
+    "compute_player_odds",
+    "consumes_asset_decorator",
+    "daily_inference",
+    "daily_team_a_rollup",
+    "example_asset_state_store_consumer",
+    "example_asset_state_store_producer",
     "example_dynamic_task_mapping",
     "example_dynamic_task_mapping_with_no_taskflow_operators",
     "example_failed_dag",  # fails, as it does in Airflow
+    "example_params_trigger_ui",  # @task.branch
     "example_params_ui_tutorial",
+    "example_setup_teardown_taskflow",  # @setup / @teardown
     "example_simplest_dag",
     "example_task_group_decorator",
     "example_task_group_mapping",
@@ -30,7 +46,24 @@ RUNNING = {
     "example_task_state_store",
     "example_task_state_store_async",
     "example_task_state_store_mapped",
+    "ingest_region_stats",
+    "ingest_regional_sales",
+    "ingest_team_a_player_stats",
+    "live_region_player_stats",
+    "monthly_team_a_rollup",
+    "multi_region_player_stats",
+    "player_odds_quality_check_wont_ever_to_trigger",
+    "regional_stats_breakdown",
+    "scatter_live_region_to_segments",
+    "segment_region_stats_early_rollup",
+    "segment_region_stats_rollup",
+    "summarize_live_region_stats",
+    "team_b_player_stats",
+    "team_c_player_stats",
+    "trailing_week_inference",
+    "train_weekly_model",
     "tutorial_taskflow_api",
+    "tutorial_taskflow_api_virtualenv",  # @task.virtualenv
     "tutorial_taskflow_templates",
 }
 #: Loaded, not run: their tasks reach the internet.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from state.structure import parse_structure
 from tradewind import DAG, Param, ParamValidationError, task
 from tradewind.params import resolve_params
 
@@ -24,7 +25,7 @@ def test_plain_values_and_params_give_defaults_and_schemas() -> None:
 
     assert structure["params"] == {"n": 3, "level": 5}
     assert structure["param_specs"]["level"]["schema"] == {"type": "integer", "minimum": 0}
-    assert resolve_params(structure, {"level": 7}) == {"n": 3, "level": 7}
+    assert resolve_params(parse_structure(structure), {"level": 7}) == {"n": 3, "level": 7}
 
 
 @pytest.mark.parametrize(
@@ -46,7 +47,7 @@ def test_a_bad_value_at_trigger_is_refused_naming_the_param(
 ) -> None:
     structure = structure_of({"p": param})
     with pytest.raises(ParamValidationError, match=message) as error:
-        resolve_params(structure, {"p": value})
+        resolve_params(parse_structure(structure), {"p": value})
     assert "\n" not in str(error.value)
 
 
@@ -54,8 +55,8 @@ def test_a_param_without_default_is_required_at_trigger() -> None:
     structure = structure_of({"needed": Param(type="string")})
 
     with pytest.raises(ParamValidationError, match="param 'needed' is required"):
-        resolve_params(structure, {})
-    assert resolve_params(structure, {"needed": "here"}) == {"needed": "here"}
+        resolve_params(parse_structure(structure), {})
+    assert resolve_params(parse_structure(structure), {"needed": "here"}) == {"needed": "here"}
 
 
 def test_a_default_that_breaks_its_schema_fails_the_import() -> None:

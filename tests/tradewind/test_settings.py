@@ -168,3 +168,47 @@ def test_a_fixed_value_is_read_after_an_error(env: pytest.MonkeyPatch) -> None:
     env.setenv("TRADEWIND_HEARTBEAT_SECONDS", "3")
 
     assert get_settings().heartbeat_seconds == 3.0
+
+
+def test_the_api_servers_settings_and_their_defaults(env: pytest.MonkeyPatch) -> None:
+    settings = get_settings()
+    assert (settings.api_host, settings.api_port) == ("127.0.0.1", 8080)
+    assert settings.api_token_lifetime_seconds == 86400
+    assert settings.api_secret_key is None
+    env.setenv("TRADEWIND_API_PORT", "9090")
+    env.setenv("TRADEWIND_API_TOKEN_LIFETIME_SECONDS", "60")
+    env.setenv("TRADEWIND_API_SECRET_KEY", "k" * 32)
+    settings = reload_settings()
+    assert (settings.api_port, settings.api_token_lifetime_seconds) == (9090, 60)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("API_PORT", "70000", "TRADEWIND_API_PORT: Input should be less than or equal to 65535"),
+        ("API_PORT", "http", "TRADEWIND_API_PORT: Input should be a valid integer"),
+        (
+            "API_TOKEN_LIFETIME_SECONDS",
+            "0",
+            "TRADEWIND_API_TOKEN_LIFETIME_SECONDS: Input should be",
+        ),
+        ("API_HOST", "", "TRADEWIND_API_HOST: String should have at least 1 character"),
+    ],
+)
+def test_a_bad_api_setting_is_one_line(
+    env: pytest.MonkeyPatch, name: str, value: str, words: str
+) -> None:
+    env.setenv(f"TRADEWIND_{name}", value)
+    with pytest.raises(SettingsError) as error:
+        reload_settings()
+    assert str(error.value).startswith(words)
+    assert "\n" not in str(error.value)
+
+
+def test_a_short_secret_key_is_refused_without_showing_it(env: pytest.MonkeyPatch) -> None:
+    env.setenv("TRADEWIND_API_SECRET_KEY", "hunter2")
+    with pytest.raises(SettingsError) as error:
+        reload_settings()
+    assert str(error.value) == (
+        "TRADEWIND_API_SECRET_KEY: String should have at least 32 characters (got 7 characters)"
+    )

@@ -13,6 +13,7 @@ from state.db import session_scope
 from state.models import DagImportError, DagModel
 from state.runs import RunExists, UnknownDag, create_run
 from state.structure import DagStructure, parse_structure
+from tradewind.cli.backfill import backfill
 from tradewind.cli.common import fail, parse_conf, settings_or_exit
 from tradewind.cli.graph import dag_dot, dag_tree
 from tradewind.cli.outcome import print_outcome
@@ -32,6 +33,7 @@ from tradewind.settings import Settings
 app = typer.Typer(help="List, show, trigger, test and pause DAGs.", no_args_is_help=True)
 app.command("pause")(pause)
 app.command("unpause")(unpause)
+app.command("backfill")(backfill)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ConfOption = Annotated[

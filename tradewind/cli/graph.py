@@ -53,6 +53,8 @@ def task_label(task_id: str, spec: TaskSpec) -> Text:
         notes.append(spec.mapping.kind)
     if spec.runtime:
         notes.append("runtime")
+    if spec.kind != "task" or spec.is_setup or spec.is_teardown:  # control flow (branching...)
+        notes.append("setup" if spec.is_setup else "teardown" if spec.is_teardown else spec.kind)
     label = Text(task_id, style="bold")
     if spec.display_name:
         label.append(f" ({spec.display_name})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -18,7 +19,7 @@ from sqlalchemy import select
 
 from broker_config import message_of
 from state.db import session_scope
-from state.enums import ACTIVE, TaskInstanceState
+from state.enums import ACTIVE, WAITING_FOR_TIME, TaskInstanceState
 from state.models import DagRun, TaskInstance, utcnow
 from state.runs import RunExists, UnknownDag, create_run
 from state.scheduling import Enqueue, schedule_run_by_pk
@@ -119,8 +120,15 @@ def print_try_log(settings: Settings, queued: Enqueue, console: Console) -> None
     key = (queued.dag_id, queued.run_id, queued.task_id, queued.map_index, queued.try_number)
     path = log_path(settings.logs_folder, *key)
     if path.is_file():
-        for text in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # A rescheduled sensor's pokes share one try's log: each shows only its own lines.
+        for text in lines[_PRINTED.get(path, 0) :]:
             console.print(Text("    " + text, style="dim"))
+        _PRINTED[path] = len(lines)
+
+
+#: Lines of each try's log printed so far by this command.
+_PRINTED: dict[Path, int] = {}
 
 
 def run_status(url: str, run_pk: int) -> tuple[str, float | None]:
@@ -133,7 +141,7 @@ def run_status(url: str, run_pk: int) -> tuple[str, float | None]:
                 dag_id=run.dag_id, run_id=run.run_id
             )
         ).all()
-    retries = [row.next_retry_at for row in rows if row.state == TaskInstanceState.UP_FOR_RETRY]
+    retries = [row.next_retry_at for row in rows if row.state in WAITING_FOR_TIME]
     if retries:
         due = min(retry or utcnow() for retry in retries)
         return str(run.state), min(max((due - utcnow()).total_seconds(), 0.05), 5.0)

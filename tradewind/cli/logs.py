@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import typer
-from sqlalchemy import select
 
 from state.db import session_scope
 from state.enums import ACTIVE
 from state.models import TaskInstance
+from state.run_listing import NotFound, get_task_instance
+from state.values import TIKey as StoreKey
 from tradewind.cli.common import fail
 from tradewind.cli.store import get_run
 from tradewind.cli.watch import POLL_SECONDS
@@ -49,13 +50,10 @@ def resolve_log(settings: Settings, url: str, key: TIKey, try_number: int | None
     dag_id, run_id, task_id, map_index = key
     with session_scope(url) as session:
         get_run(session, dag_id, run_id)
-        query = select(TaskInstance).filter_by(
-            dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index
-        )
-        ti = session.scalars(query).first()
-        if ti is None:
-            index = f" map index {map_index}" if map_index >= 0 else ""
-            fail(f"run {run_id!r} of DAG {dag_id!r} has no task {task_id!r}{index}")
+        try:
+            ti = get_task_instance(session, StoreKey(dag_id, run_id, task_id, map_index)).ti
+        except NotFound as error:
+            fail(str(error))
         latest, ti_id = ti.try_number, ti.id
     if latest == 0:
         fail(f"{dag_id}/{run_id}/{task_id} has not started a try yet")

@@ -7,6 +7,8 @@ import sys
 import typer
 
 from tradewind.cli import (
+    api_server,
+    assets,
     broker,
     connections,
     dags,
@@ -15,6 +17,7 @@ from tradewind.cli import (
     runs,
     standalone,
     tasks,
+    users,
     variables,
 )
 from tradewind.cli.common import settings_or_exit, setup_logging
@@ -41,7 +44,10 @@ app.add_typer(pools.app, name="pools")
 app.add_typer(connections.app, name="connections")
 app.add_typer(variables.app, name="variables")
 app.add_typer(broker.app, name="broker")
+app.add_typer(users.app, name="users")
+app.add_typer(assets.app, name="assets")
 app.command()(standalone.standalone)
+app.command("api-server")(api_server.api_server)
 
 
 @app.command()

@@ -22,7 +22,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from state.enums import FINISHED
+from state.enums import FINISHED, WAITING_FOR_TIME
 from state.models import DagImportError, DagModel, TaskInstance, utcnow
 from state.progress import ItemsProgress
 from state.structure import structure_of
@@ -36,6 +36,7 @@ STATE_STYLES = {
     "failed": "red",
     "upstream_failed": "dark_orange",
     "up_for_retry": "yellow",
+    "up_for_reschedule": "yellow",
     "running": "cyan",
     "queued": "blue",
     "scheduled": "magenta",
@@ -138,6 +139,17 @@ def items_text(items: Mapping[str, int | None]) -> str:
     )
 
 
+def _next_try_at(ti: TaskInstance, context: RowContext) -> str | None:
+    """When a retry or a sensor's next poke is due (ISO, UTC); None for the others."""
+    if ti.state not in WAITING_FOR_TIME or ti.next_retry_at is None:
+        return None
+    return ti.next_retry_at.isoformat(timespec="seconds")
+
+
+def next_try_text(value: str | None) -> str:
+    return "" if value is None else value.replace("T", " ").replace("+00:00", " UTC")
+
+
 #: The columns of ``runs show`` (table and ``--json``) and of ``dags test``'s summary, in order.
 #: To show more, add a ``Column`` here: both outputs follow. Keep ``error`` last: it is the one
 #: cell that may be long.
@@ -148,6 +160,7 @@ TASK_INSTANCE_COLUMNS: list[Column] = [
     Column("try_number", "try", lambda ti, _: ti.try_number, justify="right"),
     Column("duration_seconds", "duration", _duration, text=seconds_text, justify="right"),
     Column("items", "items", _items, text=items_text, json_keys=ITEM_KEYS),
+    Column("next_try_at", "next", _next_try_at, text=next_try_text),
     Column("error", "error", _error_line),
 ]
 

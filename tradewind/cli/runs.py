@@ -7,9 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
+from state.assets import list_events
 from state.db import session_scope
 from state.models import DagModel, DagRun
 from state.structure import structure_of
+from tradewind.cli.assets import event_record
 from tradewind.cli.common import settings_or_exit
 from tradewind.cli.render import make_console, print_task_instances, task_instance_records
 from tradewind.cli.store import get_run, items_of, open_store, task_instances
@@ -36,11 +38,17 @@ def show(
         pairs = ((ti.task_id, ti.map_index) for ti in tis)
         items = items_of(session, dag_id, run_id, pairs, order or {})
         document["task_instances"] = task_instance_records(tis, items=items)
+        events = list_events(session, source_dag_id=dag_id, source_run_id=run_id)
+        document["asset_events"] = [event_record(event) for event in reversed(events)]
     if as_json:
         typer.echo(json.dumps(document, indent=2))
         return
     title = f"{dag_id} {run_id}: {document['state']} ({document['run_type']})"
     print_task_instances(make_console(), title, document["task_instances"])
+    for event in document["asset_events"]:
+        typer.echo(
+            f"asset event: {event['uri']} {json.dumps(event['extra'])} by {event['source_task_id']}"
+        )
 
 
 def run_record(run: DagRun) -> dict[str, Any]:

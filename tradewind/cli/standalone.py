@@ -2,11 +2,15 @@
 
 It migrates the store, starts a real Celery worker as a subprocess (the same ``celery -A worker
 worker`` as production, logging to ``TRADEWIND_HOME/worker.log``) and runs the scheduler loop
-in a thread of this process. With no settings that is SQLite and kombu's filesystem broker under
-``TRADEWIND_HOME`` (DESIGN.md §8). The worker runs in its own session, so a Ctrl-C reaches only
-this process, which then stops the worker itself: SIGTERM (Celery's warm shutdown, which lets
-running tasks finish), then SIGKILL to its process group after ``WORKER_STOP_SECONDS`` or at a
-second Ctrl-C. SIGTERM to this process counts as a Ctrl-C: every way out goes through that stop.
+in a thread of this process. Serving (no ``--run``), it also starts ``tradewind api-server``
+(logging to ``TRADEWIND_HOME/api-server.log``) and prints its URL; the first time, it creates
+the ``admin`` user with a generated password, printed once and kept, readable by its owner
+only, in ``TRADEWIND_HOME/standalone_admin_password``. With no settings that is SQLite and
+kombu's filesystem broker under ``TRADEWIND_HOME`` (DESIGN.md §8). The worker runs in its own
+session, so a Ctrl-C reaches only this process, which then stops the worker itself: SIGTERM
+(Celery's warm shutdown, which lets running tasks finish), then SIGKILL to its process group
+after ``WORKER_STOP_SECONDS`` or at a second Ctrl-C. SIGTERM to this process counts as a Ctrl-C:
+every way out goes through that stop.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -37,6 +42,8 @@ from tradewind.cli.watch import WatchAborted, watch_run
 from tradewind.settings import Settings
 
 WORKER_STOP_SECONDS = 10.0
+API_COMMAND = [sys.executable, "-m", "tradewind.cli", "api-server"]
+ADMIN_PASSWORD_FILE = "standalone_admin_password"
 
 
 @dataclass
@@ -47,12 +54,16 @@ class Fleet:
     worker_log: Path
     scheduler: threading.Thread
     stop: threading.Event
+    api: subprocess.Popen[bytes] | None = None
+    api_log: Path | None = None
 
     def problem(self) -> str | None:
         """Why the fleet cannot run anything any more, or None while it can."""
         code = self.worker.poll()
         if code is not None:
             return f"the Celery worker exited with code {code}: see {self.worker_log}"
+        if self.api is not None and (code := self.api.poll()) is not None:
+            return f"the API server exited with code {code}: see {self.api_log}"
         if not self.scheduler.is_alive():
             return "the scheduler thread stopped: see the log lines above"
         return None
@@ -67,7 +78,12 @@ def worker_command(concurrency: int) -> list[str]:
 
 def start_worker(settings: Settings, concurrency: int, log_file: Path) -> subprocess.Popen[bytes]:
     """Start ``celery -A worker worker`` with this process's settings, output to ``log_file``."""
-    # Absolute paths: the worker must find the same home and DAGs whatever its cwd resolves.
+    return start_child(settings, worker_command(concurrency), log_file)
+
+
+def start_child(settings: Settings, argv: list[str], log_file: Path) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session of its own with this process's settings, output to a file."""
+    # Absolute paths: the child must find the same home and DAGs whatever its cwd resolves.
     env = {
         **os.environ,
         "TRADEWIND_HOME": str(settings.resolved_home),
@@ -76,7 +92,7 @@ def start_worker(settings: Settings, concurrency: int, log_file: Path) -> subpro
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with log_file.open("ab") as output:
         return subprocess.Popen(
-            worker_command(concurrency),
+            argv,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=output,
@@ -100,21 +116,25 @@ def stop_worker(worker: subprocess.Popen[bytes], timeout_seconds: float) -> None
 
 
 @contextlib.contextmanager
-def embedded_fleet(settings: Settings, concurrency: int) -> Iterator[Fleet]:
-    """A running worker and scheduler; both stopped on the way out, whatever the way."""
+def embedded_fleet(settings: Settings, concurrency: int, with_api: bool = False) -> Iterator[Fleet]:
+    """A running worker and scheduler (and API server); all stopped on the way out."""
     from scheduler import Scheduler  # brings Celery: only the commands that run DAGs import it
 
     log_file = settings.resolved_home / "worker.log"
+    api_log = settings.resolved_home / "api-server.log"
     stop = threading.Event()
     scheduler = threading.Thread(
         target=Scheduler(settings).run_forever, args=(stop,), name="scheduler", daemon=True
     )
     worker = start_worker(settings, concurrency, log_file)
+    api = start_child(settings, API_COMMAND, api_log) if with_api else None
     try:
         scheduler.start()
-        yield Fleet(worker, log_file, scheduler, stop)
+        yield Fleet(worker, log_file, scheduler, stop, api, api_log)
     finally:
         stop.set()
+        if api is not None:
+            stop_worker(api, WORKER_STOP_SECONDS)
         stop_worker(worker, WORKER_STOP_SECONDS)
         if scheduler.is_alive():
             scheduler.join(timeout=WORKER_STOP_SECONDS)
@@ -146,11 +166,16 @@ def standalone(
     url = settings.sql_url
     # Created before the fleet starts: an unknown DAG fails here, with nothing to stop.
     run_id = create_manual_run(settings, url, run, parsed_conf) if run else None
+    serving = not (run and run_id)
+    # Before the fleet too: a Ctrl-C during the password's hashing has nothing to stop yet.
+    admin_password = ensure_admin(settings) if serving else None
     console = make_console()
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        with embedded_fleet(settings, concurrency) as fleet:
+        with embedded_fleet(settings, concurrency, with_api=serving) as fleet:
             describe(console, settings, fleet, concurrency)
+            if serving:
+                announce_api(settings, admin_password)
             code = run_once(url, run, run_id, fleet) if run and run_id else serve(fleet)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -166,6 +191,40 @@ def describe(console: Console, settings: Settings, fleet: Fleet, concurrency: in
         f"DAGs {settings.resolved_dags_folder}, worker -c {concurrency} "
         f"(log: {fleet.worker_log})"
     )
+
+
+def ensure_admin(settings: Settings) -> str | None:
+    """Create ``admin`` with a generated password the first time; returns that password once.
+
+    The password is also kept in ``TRADEWIND_HOME/standalone_admin_password`` (mode 0600).
+    """
+    from api.security import hash_password
+    from state.db import session_scope
+    from state.users import Role, UserExists, create_user, get_user
+
+    with session_scope(settings.sql_url) as session:
+        if get_user(session, "admin") is not None:
+            return None
+    password = secrets.token_urlsafe(12)
+    try:
+        with session_scope(settings.sql_url) as session:
+            create_user(session, "admin", hash_password(password), Role.ADMIN)
+    except UserExists:  # another standalone on this home made it first
+        return None
+    path = settings.resolved_home / ADMIN_PASSWORD_FILE
+    path.unlink(missing_ok=True)
+    path.touch(mode=0o600)  # created private, before the password is in it
+    path.write_text(password + "\n")
+    return password
+
+
+def announce_api(settings: Settings, password: str | None) -> None:
+    url = f"http://{settings.api_host}:{settings.api_port}"
+    kept = settings.resolved_home / ADMIN_PASSWORD_FILE
+    if password is not None:
+        typer.echo(f"API server: {url} (sign in as admin, password {password}; kept in {kept})")
+    else:
+        typer.echo(f"API server: {url} (admin's first password was kept in {kept})")
 
 
 def serve(fleet: Fleet) -> int:

@@ -21,7 +21,9 @@ from state.db import session_scope
 from state.migrate import alembic_config, current_revision, upgrade
 from state.models import DagModel, DagRun, TaskInstance, XCom
 from state.progress import ItemsProgress, items_progress
-from state.structure import TaskSpec
+from state.run_listing import NotFound
+from state.run_listing import get_run as run_named
+from state.structure import TaskSpec, structure_of
 from state.values import TIKey
 from tradewind.cli.common import EXIT_BAD_INPUT, fail
 from tradewind.cli.graph import upstream_first
@@ -44,7 +46,7 @@ def check_conf(session: Session, dag_id: str, conf: Mapping[str, Any]) -> None:
     if model is None:
         return  # create_run says the DAG is unknown
     try:
-        resolve_params(model.structure, conf)
+        resolve_params(structure_of(model), conf)
     except ParamValidationError as error:
         fail(f"DAG {dag_id!r}: {error}", EXIT_BAD_INPUT)
 
@@ -98,10 +100,10 @@ def first_line(text: str | None) -> str:
 
 def get_run(session: Session, dag_id: str, run_id: str) -> DagRun:
     """The run, or a one-line error naming what is missing."""
-    run = session.scalars(select(DagRun).filter_by(dag_id=dag_id, run_id=run_id)).first()
-    if run is None:
-        fail(f"DAG {dag_id!r} has no run {run_id!r}")
-    return run
+    try:
+        return run_named(session, dag_id, run_id)
+    except NotFound as error:
+        fail(str(error))
 
 
 def task_instances(

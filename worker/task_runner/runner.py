@@ -20,12 +20,14 @@ from collections.abc import Callable, Collection
 from types import CoroutineType, FrameType, FunctionType
 from typing import Any, NoReturn
 
+from tradewind.asset_events import asset_context, take_metadata
 from tradewind.connections import Connection
 from tradewind.context import set_current_context
 from tradewind.dag import DAG
 from tradewind.exceptions import FailTask, SkipTask
 from tradewind.loader import one_line_error
 from tradewind.runtime_context import task_context
+from tradewind.sensors import Reschedule
 from tradewind.task import Task
 from tradewind.templates import render_arguments
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
@@ -115,6 +117,22 @@ class Client:
     def clear_state(self, key_suffix: str = "") -> None:
         self.request(p.ClearStateValues(key_suffix=key_suffix))
 
+    def asset_events(self, uri: str) -> list[dict[str, Any]]:
+        reply = self.request(p.GetAssetEvents(uri=uri))
+        assert isinstance(reply, p.AssetEventsResult)
+        return reply.events
+
+    def get_asset_state(self, uri: str, key: str) -> tuple[bool, Any]:
+        reply = self.request(p.GetAssetStateValue(uri=uri, key=key))
+        assert isinstance(reply, p.StateValueResult)
+        return reply.found, reply.value
+
+    def set_asset_state(self, uri: str, key: str, value: Any) -> None:
+        self.request(p.SetAssetStateValue(uri=uri, key=key, value=value))
+
+    def delete_asset_state(self, uri: str, key: str | None) -> None:
+        self.request(p.DeleteAssetStateValue(uri=uri, key=key))
+
 
 def _frame(message: p._Message | p.PreEncoded, request_id: int) -> bytes:
     if isinstance(message, p.PreEncoded):
@@ -171,17 +189,35 @@ def run_python_task(
     """The body of a forked task process; returns its exit code."""
     client, details, context = open_task(comms, dag, task, given)
     try:
-        result = call_task(task, context, client)
+        result = take_metadata(call_task(task, context, client), context["outlet_events"])
+        # A branch's choice is checked before anything is pushed.
+        succeed = succeed_message(task, result, context["outlet_events"].items_to_send())
         push_result(client, task, result)
         _callback(task.options.on_success_callback, context)
     except SkipTask as skip:
         client.request(p.SkipTask(reason=str(skip)))
         _callback(task.options.on_skipped_callback, context)
         return 0
+    except Reschedule as reschedule:  # a sensor not done yet (tradewind/sensors.py)
+        client.request(p.RescheduleTask(reschedule_date=reschedule.at))
+        return 0
     except (Exception, TaskTerminated) as error:
         return _report_failure(client, task, context, details, error)
-    client.request(_SUCCEED)
+    client.request(succeed)
     return 0
+
+
+def succeed_message(
+    task: Task, result: Any, asset_events: list[dict[str, Any]] | None = None
+) -> p.PreEncoded | p.SucceedTask:
+    """The success to send: with what a branch or a short circuit chose to follow, and what
+    the task set on its outlets."""
+    if task.choice is None and not asset_events:
+        return _SUCCEED
+    follow = None if task.choice is None else task.choice.follow(task, result)
+    return p.SucceedTask(
+        follow=list(follow) if follow is not None else None, asset_events=asset_events or []
+    )
 
 
 def _report_failure(
@@ -255,7 +291,9 @@ def _callback(callback: Any, context: dict[str, Any]) -> None:
 
 
 def build_context(details: p.TaskDetails, client: Client, dag: DAG, task: Task) -> dict[str, Any]:
-    return task_context(details, client, dag, task)
+    context = task_context(details, client, dag, task)
+    context.update(asset_context(context, dag, task, client))
+    return context
 
 
 def resolve(value: Any, client: Client) -> Any:

@@ -1,0 +1,160 @@
+"""The API server's app: ``create_app(settings)`` builds it; ``tradewind api-server`` serves it.
+
+What is wired here, once: the REST API's routers under ``/api/v2`` (Airflow 3.3's paths), the
+auth routes, the signed session cookie (Starlette's ``SessionMiddleware``, keyed with the same
+secret as the tokens), a bound on request bodies, the static files, and one handler per kind of
+refusal from ``state/`` so routes raise what the store raises and never translate it. The UI's
+pages (``api.pages``) are one router: they get the session, the current user (``api.deps``),
+CSRF (``api.csrf``) and templates (``api.templating``) from the same places.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from urllib.parse import quote
+
+from fastapi import FastAPI, Request, status
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DataError
+from starlette.middleware.sessions import SessionMiddleware
+
+from api.context import AppContext, Purgers
+from api.deps import PageRefused, PageUser, SignInRequired
+from api.limits import BodyLimit
+from api.logs import BadLogToken
+from api.pages import router as pages_router
+from api.pages.common import refusal_page
+from api.routes import (
+    auth,
+    connections,
+    dag_extras,
+    dag_runs,
+    dags,
+    monitor,
+    pools,
+    state_store,
+    task_instance_actions,
+    task_instance_writes,
+    task_instances,
+    tasks,
+    variables,
+    xcoms,
+)
+from api.structure import BadConf
+from api.templating import STATIC_DIR, render
+from state.dags import NoSuchDag
+from state.marking import BadMark
+from state.paging import BadOrdering
+from state.pools import PoolRefused
+from state.run_listing import NotFound
+from state.runs import RunExists, UnknownDag
+from state.transitions import IllegalTransition
+from state.users import NoSuchUser, UserExists
+from tradewind.settings import Settings
+
+API_PREFIX = "/api/v2"
+SESSION_COOKIE = "tradewind_session"
+
+#: Each refusal ``state/`` (or a helper) raises, and the HTTP status it is answered with.
+REFUSALS: dict[type[Exception], int] = {
+    NotFound: status.HTTP_404_NOT_FOUND,
+    UnknownDag: status.HTTP_404_NOT_FOUND,
+    NoSuchDag: status.HTTP_404_NOT_FOUND,
+    NoSuchUser: status.HTTP_404_NOT_FOUND,
+    BadOrdering: status.HTTP_400_BAD_REQUEST,
+    BadConf: status.HTTP_400_BAD_REQUEST,
+    BadLogToken: status.HTTP_400_BAD_REQUEST,
+    BadMark: status.HTTP_400_BAD_REQUEST,
+    PoolRefused: status.HTTP_400_BAD_REQUEST,
+    RunExists: status.HTTP_409_CONFLICT,
+    UserExists: status.HTTP_409_CONFLICT,
+    IllegalTransition: status.HTTP_409_CONFLICT,
+}
+
+# Literal paths under a task instance (…/dependencies, …/xcomEntries) before the routers whose
+# paths end in a parameter, which would otherwise take them.
+_API_ROUTERS = (
+    monitor,
+    dags,
+    tasks,
+    dag_runs,
+    task_instance_actions,
+    task_instance_writes,
+    xcoms,
+    state_store,
+    task_instances,
+    pools,
+    variables,
+    connections,
+    dag_extras,
+)
+
+
+def _refusal(code: int) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def answer(_request: Request, error: Exception) -> Response:
+        return JSONResponse({"detail": str(error)}, status_code=code)
+
+    return answer
+
+
+def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
+    """The app for the store ``settings`` names; ``purgers`` delete objects a clear discards."""
+    context = AppContext.build(settings, purgers)
+    app = FastAPI(
+        title="Tradewind",
+        summary="Airflow 3's REST API v2, served from Tradewind's SQL store",
+        version=monitor.version_text(),
+    )
+    app.state.tradewind = context
+    for router_module in _API_ROUTERS:
+        app.include_router(router_module.router, prefix=API_PREFIX)
+    app.include_router(auth.router)
+    app.include_router(auth.v2_router, prefix=API_PREFIX)
+    for error, code in REFUSALS.items():
+        app.add_exception_handler(error, _refusal(code))
+    app.include_router(pages_router)
+    app.add_exception_handler(SignInRequired, _to_sign_in)
+    app.add_exception_handler(PageRefused, _page_refused)
+    app.add_exception_handler(DataError, _unstorable)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.add_api_route("/", home, include_in_schema=False)
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=context.tokens.key,
+        session_cookie=SESSION_COOKIE,
+        max_age=int(settings.api_token_lifetime_seconds),
+        same_site="lax",
+    )
+    app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    return app
+
+
+async def _unstorable(_request: Request, error: Exception) -> Response:
+    """A value the database cannot hold (PostgreSQL text cannot hold a NUL, for one): 400.
+
+    Only the database's one-line reason is shown: the statement and its parameters (a
+    password among them, maybe) never leave the server.
+    """
+    reason = str(getattr(error, "orig", error)).strip().splitlines()[0]
+    detail = f"the store cannot hold a value of this request: {reason}"
+    return JSONResponse({"detail": detail}, status_code=status.HTTP_400_BAD_REQUEST)
+
+
+async def _page_refused(request: Request, error: Exception) -> Response:
+    if not isinstance(error, PageRefused):
+        raise error
+    return refusal_page(request, error)
+
+
+async def _to_sign_in(_request: Request, error: Exception) -> Response:
+    path = error.path if isinstance(error, SignInRequired) else "/"
+    return RedirectResponse(f"/auth/login?next={quote(path)}", status.HTTP_303_SEE_OTHER)
+
+
+def home(request: Request, _: PageUser) -> Response:
+    """The landing page: who is signed in (the UI's pages start from here)."""
+    return render(request, "home.html")
+
+
+__all__ = ["API_PREFIX", "Purgers", "create_app"]

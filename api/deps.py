@@ -1,0 +1,155 @@
+"""The dependencies every route takes: the store session, the current user, the role needed.
+
+- ``DbSession``: one session per request, committed when the route returns, rolled back when
+  it raises (an ``HTTPException`` included: a refused request changes nothing). The commit
+  happens before the response is sent (``scope="function"``): a client that reads right after
+  a write sees it, and a commit that fails is the request's error, not a lost write.
+- ``CurrentUser``: the user of the request's ``Authorization: Bearer`` token; for reads only
+  (GET, HEAD) the UI's signed session cookie counts too, so a page's live parts can poll the
+  API. A write with a cookie alone is refused: only forms, with their CSRF token, write so.
+- ``require(Role.OP)``: the user, if their role has that right; 403 otherwise.
+- ``PageUser``: for the pages, the user of the session cookie; a browser without one is sent
+  to ``/auth/login`` (``SignInRequired``, answered by the app with a redirect back afterwards).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from api.context import AppContext
+from api.security import InvalidToken
+from state.db import session_scope
+from state.users import Role, get_user
+
+SESSION_USER = "user"
+_SAFE_METHODS = frozenset({"GET", "HEAD"})
+_bearer = HTTPBearer(auto_error=False, description="A token from POST /auth/token")
+
+
+def app_context(request: Request) -> AppContext:
+    context: AppContext = request.app.state.tradewind
+    return context
+
+
+Context = Annotated[AppContext, Depends(app_context)]
+
+
+def db_session(context: Context) -> Iterator[Session]:
+    with session_scope(context.url) as session:
+        yield session
+
+
+DbSession = Annotated[Session, Depends(db_session, scope="function")]
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who makes the request, and the rights their role gives."""
+
+    username: str
+    role: Role
+
+    def may(self, needed: Role) -> bool:
+        return self.role.may(needed)
+
+
+def _unauthorized(detail: str) -> HTTPException:
+    return HTTPException(
+        status.HTTP_401_UNAUTHORIZED, detail, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+def requesting_username(
+    request: Request, context: AppContext, credentials: HTTPAuthorizationCredentials | None
+) -> str:
+    """The name a request authenticates as; 401 when it carries nothing valid."""
+    if credentials is not None:
+        try:
+            return context.tokens.username(credentials.credentials)
+        except InvalidToken as error:
+            raise _unauthorized(str(error)) from None
+    username = request.session.get(SESSION_USER) if "session" in request.scope else None
+    if isinstance(username, str) and request.method in _SAFE_METHODS:
+        return username
+    raise _unauthorized("not authenticated: send Authorization: Bearer <token from /auth/token>")
+
+
+def current_user(
+    request: Request,
+    context: Context,
+    session: DbSession,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    username = requesting_username(request, context, credentials)
+    user = get_user(session, username)
+    if user is None:
+        raise _unauthorized(f"user {username!r} no longer exists")
+    return Principal(user.username, Role(user.role))
+
+
+CurrentUser = Annotated[Principal, Depends(current_user)]
+
+
+def require(needed: Role) -> Callable[[Principal], Principal]:
+    """A dependency that lets through users whose role has the rights of ``needed``."""
+
+    def check(user: CurrentUser) -> Principal:
+        if not user.may(needed):
+            detail = f"user {user.username!r} ({user.role}) may not do this: it needs {needed}"
+            raise HTTPException(status.HTTP_403_FORBIDDEN, detail)
+        return user
+
+    return check
+
+
+CanRead = Annotated[Principal, Depends(require(Role.VIEWER))]
+CanRun = Annotated[Principal, Depends(require(Role.USER))]  # trigger, clear, mark
+CanEdit = Annotated[Principal, Depends(require(Role.OP))]  # pools, variables, connections
+CanAdmin = Annotated[Principal, Depends(require(Role.ADMIN))]  # users
+
+
+class SignInRequired(Exception):
+    """A page asked for by a browser that has not signed in (the app redirects it)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+def page_user(request: Request, session: DbSession) -> Principal:
+    username = request.session.get(SESSION_USER)
+    user = get_user(session, username) if isinstance(username, str) else None
+    if user is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise SignInRequired(target)
+    return Principal(user.username, Role(user.role))
+
+
+PageUser = Annotated[Principal, Depends(page_user)]
+
+
+class PageRefused(HTTPException):
+    """A refusal on a page (403, 404): the app answers it with a page, not JSON."""
+
+
+def require_on_page(needed: Role) -> Callable[[Principal], Principal]:
+    """As ``require``, for a page: the session's user, if their role has the rights needed."""
+
+    def check(user: PageUser) -> Principal:
+        if not user.may(needed):
+            detail = f"user {user.username!r} ({user.role}) may not do this: it needs {needed}"
+            raise PageRefused(status.HTTP_403_FORBIDDEN, detail)
+        return user
+
+    return check
+
+
+PageCanRun = Annotated[Principal, Depends(require_on_page(Role.USER))]
+PageCanEdit = Annotated[Principal, Depends(require_on_page(Role.OP))]
+PageCanAdmin = Annotated[Principal, Depends(require_on_page(Role.ADMIN))]

@@ -1,0 +1,19 @@
+"""The web UI's pages: one module per page group, their routers gathered in ``router``.
+
+Each module's routes take ``DbSession``, ``PageUser`` / ``require_on_page`` and ``FormPost``
+from ``api.deps`` and ``api.csrf``, call ``state/`` for every query, and ``render`` a template
+of ``api/templates/pages``; a live part of a page is a partial of its own, served at a path
+of its own, which ``static/tradewind.js`` polls (``data-refresh``).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from api.pages import dag, dags, resources, runs, task_instances, users
+
+router = APIRouter(include_in_schema=False)
+for _module in (dags, dag, runs, task_instances, resources, users):
+    router.include_router(_module.router)
+
+__all__ = ["router"]

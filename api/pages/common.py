@@ -1,0 +1,90 @@
+"""What the page modules share: paging links, a one-shot notice, the refusal page.
+
+A page pages with ``?page=N`` (from 1) and a fixed number of rows; ``Pager`` turns the
+listing's total into the links ``partials/pager.html`` draws. A form that succeeds redirects
+(303) to its page with a notice kept in the session for the next render (``flash``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlencode
+
+from fastapi import HTTPException, Request, status
+from fastapi.responses import RedirectResponse, Response
+
+from api.templating import FLASH_KEY, render
+from state.paging import Page
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Page ``number`` (from 1) of ``total`` rows, ``limit`` a page, at ``path``."""
+
+    path: str
+    number: int
+    limit: int
+    total: int
+
+    @classmethod
+    def of(cls, request: Request, limit: int) -> Pager:
+        raw = request.query_params.get("page", "1")
+        number = int(raw) if raw.isdigit() and int(raw) > 0 else 1
+        return cls(request.url.path, number, limit, 0)
+
+    @property
+    def page(self) -> Page:
+        return Page(limit=self.limit, offset=(self.number - 1) * self.limit)
+
+    def counted(self, total: int) -> Pager:
+        return Pager(self.path, self.number, self.limit, total)
+
+    @property
+    def first(self) -> int:
+        return min(self.total, (self.number - 1) * self.limit + 1)
+
+    @property
+    def last(self) -> int:
+        return min(self.total, self.number * self.limit)
+
+    @property
+    def previous(self) -> int | None:
+        return self.number - 1 if self.number > 1 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.number + 1 if self.number * self.limit < self.total else None
+
+    def href(self, number: int) -> str:
+        return f"{self.path}?{urlencode({'page': number})}"
+
+
+def flash(request: Request, text: str, kind: Literal["ok", "error"] = "ok") -> None:
+    """Keep a notice for the next page this browser renders."""
+    request.session[FLASH_KEY] = {"text": text, "kind": kind}
+
+
+def back_to(path: str) -> Response:
+    """After a form that succeeded: the page again, by GET (a reload posts nothing twice)."""
+    return RedirectResponse(path, status.HTTP_303_SEE_OTHER)
+
+
+_HEADINGS = {
+    status.HTTP_403_FORBIDDEN: "Not allowed",
+    status.HTTP_404_NOT_FOUND: "Not found",
+}
+
+
+def refusal_page(request: Request, error: HTTPException) -> Response:
+    """A refusal on a page (403, 404) as a page a person reads, not JSON."""
+    heading = _HEADINGS.get(error.status_code, "Refused")
+    context = {"heading": heading, "detail": error.detail, "status_code": error.status_code}
+    return render(request, "error.html", context, status_code=error.status_code)
+
+
+def local_path(target: str | None, default: str) -> str:
+    """``target`` if it is a path of this server (a form's way back), else ``default``."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    return target

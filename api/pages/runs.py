@@ -1,0 +1,201 @@
+"""The run page, ``/dags/{dag_id}/runs/{run_id}``: the run, its tasks in DAG order, its actions.
+
+A mapped or iterable task is one row with its task instances counted by state (one ``GROUP
+BY`` for the whole run, ``state.run_view``), so the page costs the same statements for three
+tasks as for 2,000 mapped task instances. The task table is a partial the page polls.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request, status
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from api.csrf import FormPost
+from api.deps import Context, DbSession, PageUser, Principal, require_on_page
+from api.structure import DagStructure, dag_view
+from api.templating import render
+from state.enums import DagRunState
+from state.marking import mark_run_state
+from state.models import DagModel, DagRun, utcnow
+from state.progress import ItemsProgress
+from state.run_listing import NotFound, get_run
+from state.run_view import TaskSummary, items_counts, task_summaries
+from state.runs import UnknownDag, clear_task_instances, get_dag_model
+from state.users import Role
+from state.values import TIKey
+
+router = APIRouter(include_in_schema=False)
+RUN_PAGE = "/dags/{dag_id}/runs/{run_id}"
+PageRunner = Annotated[Principal, Depends(require_on_page(Role.USER))]
+MISSING = (NotFound, UnknownDag)
+
+
+def duration(start: dt.datetime | None, end: dt.datetime | None) -> str:
+    """``1h 02m``, ``3m 05s``, ``4.2s``; running ones count up to now; blank if not started."""
+    if start is None:
+        return ""
+    seconds = ((end or utcnow()) - start).total_seconds()
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+def when(moment: dt.datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else ""
+
+
+def run_url(dag_id: str, run_id: str) -> str:
+    return f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def missing(request: Request, error: Exception) -> HTMLResponse:
+    """A page for a DAG, run or task that does not exist: 404, saying which."""
+    values = {"heading": "Not found", "detail": str(error), "status_code": 404}
+    return render(request, "error.html", values, status.HTTP_404_NOT_FOUND)
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """One line of the run's task table."""
+
+    task_id: str
+    summary: TaskSummary
+    kind: str  # "", "mapped" or "iterable"
+    duration: str
+    items: ItemsProgress | None = None  # an iterable task's items, once counted
+
+
+def dag_order(structure: DagStructure) -> list[str]:
+    """The tasks with each after all its upstream, ties by task id.
+
+    The stored structure's key order is not the authoring order everywhere (PostgreSQL's JSONB
+    keeps keys sorted its own way), so the order is derived from the graph.
+    """
+    tasks = structure.tasks
+    waiting = {task_id: len(set(spec.upstream) & set(tasks)) for task_id, spec in tasks.items()}
+    ready = sorted(task_id for task_id, count in waiting.items() if count == 0)
+    order: list[str] = []
+    while ready:
+        task_id = ready.pop(0)
+        order.append(task_id)
+        for child in tasks[task_id].downstream:
+            if child in waiting:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    ready = sorted([*ready, child])
+    return order + sorted(set(tasks) - set(order))  # a cycle cannot be stored, but be total
+
+
+def task_rows(structure: DagStructure, summaries: dict[str, TaskSummary]) -> list[TaskRow]:
+    """The run's tasks in the DAG's order, then any the run has that the DAG no longer has."""
+    order = [*dag_order(structure), *sorted(t for t in summaries if t not in structure.tasks)]
+    rows = []
+    for task_id in order:
+        summary = summaries.get(task_id, TaskSummary(task_id))
+        spec = structure.tasks.get(task_id)
+        mapping = spec.mapping if spec else None
+        kind = "" if mapping is None else ("mapped" if mapping.expands else "iterable")
+        rows.append(TaskRow(task_id, summary, kind, duration(summary.start, summary.end)))
+    return rows
+
+
+def with_items(session: DbSession, dag_id: str, run_id: str, rows: list[TaskRow]) -> list[TaskRow]:
+    """The iterable tasks' rows with their items' progress (``state.run_view.items_counts``)."""
+    keys = {
+        row.task_id: TIKey(dag_id, run_id, row.task_id) for row in rows if row.kind == "iterable"
+    }
+    progress = items_counts(session, list(keys.values()))
+    return [
+        replace(row, items=progress[keys[row.task_id]]) if row.task_id in keys else row
+        for row in rows
+    ]
+
+
+def _run_context(session: DbSession, dag_id: str, run_id: str) -> dict[str, Any]:
+    model: DagModel = get_dag_model(session, dag_id)
+    run: DagRun = get_run(session, dag_id, run_id)
+    rows = task_rows(dag_view(model), task_summaries(session, dag_id, run_id))
+    rows = with_items(session, dag_id, run_id, rows)
+    return {
+        "dag": model,
+        "run": run,
+        "rows": rows,
+        "run_url": run_url(dag_id, run_id),
+        "duration": duration(run.start_date, run.end_date),
+        "when": when,
+        "live": run.state in (DagRunState.QUEUED, DagRunState.RUNNING),
+    }
+
+
+@router.get(RUN_PAGE, response_class=HTMLResponse)
+def run_page(
+    request: Request, dag_id: str, run_id: str, user: PageUser, session: DbSession
+) -> Response:
+    try:
+        values = _run_context(session, dag_id, run_id)
+    except MISSING as error:
+        return missing(request, error)
+    return render(request, "runs/run.html", {**values, "may_run": user.may(Role.USER)})
+
+
+@router.get(RUN_PAGE + "/partials/tasks", response_class=HTMLResponse)
+def run_tasks_partial(
+    request: Request, dag_id: str, run_id: str, _: PageUser, session: DbSession
+) -> Response:
+    """The task table alone, for the page to poll while the run goes on."""
+    try:
+        values = _run_context(session, dag_id, run_id)
+    except MISSING as error:
+        return missing(request, error)
+    return render(request, "runs/_tasks.html", values)
+
+
+def _act(
+    request: Request, session: DbSession, dag_id: str, run_id: str, act: Callable[[DagRun], None]
+) -> Response:
+    try:
+        act(get_run(session, dag_id, run_id))
+    except MISSING as error:
+        return missing(request, error)
+    return RedirectResponse(run_url(dag_id, run_id), status.HTTP_303_SEE_OTHER)
+
+
+@router.post(RUN_PAGE + "/clear")
+def clear_run(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    _: PageRunner,
+    __: FormPost,
+    session: DbSession,
+    context: Context,
+) -> Response:
+    """Clear every task instance of the run: it runs again from the start."""
+
+    def clear(run: DagRun) -> None:
+        purgers = context.purgers
+        clear_task_instances(session, run, None, False, purgers.xcoms, purgers.states)
+
+    return _act(request, session, dag_id, run_id, clear)
+
+
+@router.post(RUN_PAGE + "/mark/{state}")
+def mark_run(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    state: DagRunState,
+    _: PageRunner,
+    __: FormPost,
+    session: DbSession,
+) -> Response:
+    """Mark the run success or failed (its unfinished task instances with it)."""
+    return _act(request, session, dag_id, run_id, lambda run: mark_run_state(session, run, state))

@@ -1,0 +1,301 @@
+"""The task page, ``/dags/{dag_id}/runs/{run_id}/tasks/{task_id}[?map_index=]``.
+
+Its tries, the selected try's log (followed live: the page polls ``…/log`` for the bytes after
+an offset), its XComs and state-store keys, why it is not running yet, and for a mapped or
+iterable task its items: counts, a paged list, the failed ones with their errors. Every part is
+an aggregate or a page, so the page costs the same statements for 3 items as for 16,194.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Query, Request, status
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from api.csrf import FormPost
+from api.deps import Context, DbSession, PageUser
+from api.logs import try_log
+from api.pages.runs import MISSING, RUN_PAGE, PageRunner, duration, missing, run_url, when
+from api.pages.waiting import waiting_reasons
+from api.structure import dag_view
+from api.templating import render
+from state.enums import DagRunState, TaskInstanceState
+from state.marking import mark_task_instances
+from state.models import DagRun, TaskInstance
+from state.paging import MAX_PAGE_LIMIT, Page
+from state.progress import ItemsProgress, items_progress
+from state.run_listing import (
+    NotFound,
+    TIFilter,
+    get_run,
+    get_task_instance,
+    list_task_instances,
+    list_xcoms,
+)
+from state.run_view import items_view, task_state_values, task_summaries
+from state.runs import clear_task_instances, get_dag_model
+from state.users import Role
+from state.values import TIKey
+
+router = APIRouter(include_in_schema=False)
+TASK_PAGE = RUN_PAGE + "/tasks/{task_id}"
+PAGE_SIZE = 25
+#: The most bytes of log one poll returns (the page asks again for the rest).
+LOG_CHUNK_BYTES = 256 * 1024
+MapIndex = Annotated[int, Query(ge=-1)]
+Offset = Annotated[int, Query(ge=0)]
+
+
+def task_url(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+    index = f"?map_index={map_index}" if map_index >= 0 else ""
+    return f"{run_url(dag_id, run_id)}/tasks/{task_id}{index}"
+
+
+def read_from(path: Path, offset: int) -> tuple[str, int]:
+    """The whole lines of the log after byte ``offset`` (at most a chunk), and the next offset."""
+    with path.open("rb") as log_file:
+        log_file.seek(offset)
+        data = log_file.read(LOG_CHUNK_BYTES)
+    cut = data.rfind(b"\n") + 1 if len(data) == LOG_CHUNK_BYTES else len(data)
+    return data[: cut or len(data)].decode("utf-8", errors="replace"), offset + (cut or len(data))
+
+
+def _log(context: Context, ti: TaskInstance, try_number: int) -> dict[str, Any]:
+    key = (ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+    path = try_log(context.settings.logs_folder, key, try_number)
+    live = ti.state == TaskInstanceState.RUNNING and try_number == ti.try_number
+    if not path.is_file():
+        where = f" (it ran on {ti.hostname})" if ti.hostname else ""
+        note = (
+            "The try has written no log yet."
+            if live
+            else f"No log of try {try_number} here{where}."
+        )
+        return {"text": "", "offset": 0, "live": live, "note": note}
+    text, offset = read_from(path, 0)
+    return {
+        "text": text,
+        "offset": offset,
+        "live": live,
+        "note": "" if text else "The log is empty.",
+    }
+
+
+def _items(session: DbSession, ti: TaskInstance, offset: int) -> dict[str, Any]:
+    """An iterable task instance's items: counts, one page of outcomes, the failed ones.
+
+    While checkpoints hold the outcomes they are counted from them; once the try has folded
+    them into its completion marker, the marker's totals are shown (``items_progress``).
+    """
+    key = TIKey(ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+    view = items_view(session, key, ti.generation, offset, PAGE_SIZE)
+    counts = view.counts
+    if view.finished:
+        progress = ItemsProgress(
+            counts["success"], counts["failed"], counts["skipped"], ti.items_total
+        )
+    else:
+        progress = items_progress(session, [key])[key]
+    return {"progress": progress, "view": view, "offset": offset}
+
+
+def _mapped(
+    session: DbSession, dag_id: str, run_id: str, task_id: str, offset: int
+) -> dict[str, Any]:
+    """A mapped task's map indexes: counts per state, a page of them, the failed ones."""
+    page = Page(limit=PAGE_SIZE, offset=offset, order_by=("map_index",))
+    rows, total = list_task_instances(
+        session, dag_id, run_id, page, TIFilter(task_id=task_id, mapped_only=True)
+    )
+    where = TIFilter(task_id=task_id, mapped_only=True, states=["failed"])
+    failed, failed_total = list_task_instances(session, dag_id, run_id, Page(PAGE_SIZE), where)
+    summary = task_summaries(session, dag_id, run_id, [task_id]).get(task_id)
+    return {
+        "summary": summary,
+        "rows": [row.ti for row in rows],
+        "total": total,
+        "failed": [row.ti for row in failed],
+        "failed_total": failed_total,
+        "offset": offset,
+    }
+
+
+def _selected(session: DbSession, key: TIKey, mapped: bool) -> TaskInstance | None:
+    """The task instance the page is about; None for the overview of a mapped task."""
+    if mapped and key.map_index < 0:
+        return None
+    return get_task_instance(session, key).ti
+
+
+def _task_context(
+    session: DbSession,
+    context: Context,
+    key: TIKey,
+    try_number: int | None,
+    offset: int,
+    whole: bool = True,
+) -> dict[str, Any]:
+    """What the task page shows; without ``whole``, only its live part (state, tries, why)."""
+    model = get_dag_model(session, key.dag_id)
+    run = get_run(session, key.dag_id, key.run_id)
+    structure = dag_view(model)
+    spec = structure.tasks.get(key.task_id)
+    if spec is None:
+        raise NotFound(f"DAG {key.dag_id!r} has no task {key.task_id!r}")
+    mapping = spec.mapping
+    mapped = mapping is not None and mapping.expands
+    ti = _selected(session, key, mapped)
+    values: dict[str, Any] = {
+        "dag": model, "run": run, "spec": spec, "key": key, "ti": ti, "when": when,
+        "run_url": run_url(key.dag_id, key.run_id), "duration": duration,
+        "task_url": task_url(key.dag_id, key.run_id, key.task_id, key.map_index),
+        "base_url": task_url(key.dag_id, key.run_id, key.task_id),
+        "kind": "" if mapping is None else ("mapped" if mapped else "iterable"),
+    }  # fmt: skip
+    values["live"] = run.state in (DagRunState.QUEUED, DagRunState.RUNNING)
+    if ti is None:
+        if not whole:
+            return values
+        return {**values, "mapped": _mapped(session, key.dag_id, key.run_id, key.task_id, offset)}
+    chosen = min(try_number or ti.try_number, ti.try_number)
+    index = f"map_index={key.map_index}" + (f"&try_number={try_number}" if try_number else "")
+    values |= {
+        "try_number": chosen,
+        "live_url": f"{values['base_url']}/partials/live?{index}",
+        "waiting": waiting_reasons(session, model, run, structure, ti),
+    }
+    if not whole:
+        return values
+    page = Page(limit=PAGE_SIZE)
+    values |= {
+        "log": _log(context, ti, chosen) if chosen > 0 else None,
+        "xcoms": list_xcoms(session, key, page, all_map_indexes=False),
+        "states": task_state_values(session, key, page),
+        "items": _items(session, ti, offset) if values["kind"] == "iterable" else None,
+    }
+    return values
+
+
+@router.get(TASK_PAGE, response_class=HTMLResponse)
+def task_page(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    user: PageUser,
+    session: DbSession,
+    context: Context,
+    map_index: MapIndex = -1,
+    try_number: Annotated[int | None, Query(ge=1)] = None,
+    offset: Offset = 0,
+) -> Response:
+    key = TIKey(dag_id, run_id, task_id, map_index)
+    try:
+        values = _task_context(session, context, key, try_number, offset)
+    except MISSING as error:
+        return missing(request, error)
+    return render(request, "runs/task.html", {**values, "may_run": user.may(Role.USER)})
+
+
+@router.get(TASK_PAGE + "/partials/live", response_class=HTMLResponse)
+def task_live_partial(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    user: PageUser,
+    session: DbSession,
+    context: Context,
+    map_index: MapIndex = -1,
+    try_number: Annotated[int | None, Query(ge=1)] = None,
+) -> Response:
+    """The task page's live part alone: its state, actions, why it waits, its tries."""
+    key = TIKey(dag_id, run_id, task_id, map_index)
+    try:
+        values = _task_context(session, context, key, try_number, 0, whole=False)
+    except MISSING as error:
+        return missing(request, error)
+    return render(request, "runs/_task_live.html", {**values, "may_run": user.may(Role.USER)})
+
+
+@router.get(TASK_PAGE + "/log")
+def task_log_tail(
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    _: PageUser,
+    session: DbSession,
+    context: Context,
+    try_number: Annotated[int, Query(ge=1)],
+    map_index: MapIndex = -1,
+    offset: Offset = 0,
+) -> Response:
+    """The log's bytes after ``offset``, for the page to append: ``{text, offset, live}``."""
+    try:
+        ti = get_task_instance(session, TIKey(dag_id, run_id, task_id, map_index)).ti
+    except MISSING as error:
+        return JSONResponse({"detail": str(error)}, status.HTTP_404_NOT_FOUND)
+    path = try_log(context.settings.logs_folder, (dag_id, run_id, task_id, map_index), try_number)
+    live = ti.state == TaskInstanceState.RUNNING and try_number == ti.try_number
+    text, next_offset = read_from(path, offset) if path.is_file() else ("", offset)
+    return JSONResponse({"text": text, "offset": next_offset, "live": live})
+
+
+def _chosen_tis(
+    session: DbSession, run: DagRun, task_id: str, map_index: int
+) -> list[TaskInstance]:
+    if map_index >= 0:
+        return [get_task_instance(session, TIKey(run.dag_id, run.run_id, task_id, map_index)).ti]
+    where = TIFilter(task_id=task_id)
+    rows, _ = list_task_instances(
+        session, run.dag_id, run.run_id, Page(limit=MAX_PAGE_LIMIT), where
+    )
+    return [row.ti for row in rows]
+
+
+FormIndex = Annotated[int, Form(ge=-1)]
+
+
+@router.post(TASK_PAGE + "/clear")
+def clear_task(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    _: PageRunner,
+    __: FormPost,
+    session: DbSession,
+    context: Context,
+    map_index: FormIndex = -1,
+) -> Response:
+    """Clear the task (every map index of a mapped one): it runs again."""
+    try:
+        run = get_run(session, dag_id, run_id)
+        purgers = context.purgers
+        clear_task_instances(session, run, [task_id], False, purgers.xcoms, purgers.states)
+    except MISSING as error:
+        return missing(request, error)
+    return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)
+
+
+@router.post(TASK_PAGE + "/mark/{state}")
+def mark_task(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    state: TaskInstanceState,
+    _: PageRunner,
+    __: FormPost,
+    session: DbSession,
+    map_index: FormIndex = -1,
+) -> Response:
+    """Mark the task instance (or every map index of a mapped task) success or failed."""
+    try:
+        run = get_run(session, dag_id, run_id)
+        mark_task_instances(session, run, _chosen_tis(session, run, task_id, map_index), state)
+    except MISSING as error:
+        return missing(request, error)
+    return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)

@@ -1,0 +1,131 @@
+"""``/api/v2/dags/{dag_id}/dagRuns``: list, get, trigger, mark, clear and delete runs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Response, status
+
+from api.deps import CanRead, CanRun, Context, DbSession
+from api.models.dag_runs import (
+    DAGRunClearBody,
+    DAGRunCollectionResponse,
+    DAGRunPatchBody,
+    DAGRunResponse,
+    TriggerDAGRunPostBody,
+    dag_run_response,
+)
+from api.models.task_instances import TaskInstanceCollectionResponse, ti_response
+from api.paging import Paging
+from api.routes.clearing import FAILED, tasks_to_clear
+from api.structure import check_conf
+from state.enums import CLEARABLE, DagRunState
+from state.marking import delete_run, mark_run_state
+from state.paging import MAX_PAGE_LIMIT, Page
+from state.run_listing import RunFilter, TIFilter, get_run, list_runs, list_task_instances
+from state.runs import clear_task_instances, create_run, get_dag_model
+
+router = APIRouter(prefix="/dags/{dag_id}/dagRuns", tags=["DagRun"])
+
+#: Fields of Airflow's trigger body Tradewind has no concept for: refused, never ignored.
+_NOT_SUPPORTED = ("note", "partition_key", "run_after")
+
+
+@router.get("")
+def get_dag_runs(
+    dag_id: str,
+    _: CanRead,
+    session: DbSession,
+    page: Paging,
+    state: Annotated[list[DagRunState] | None, Query()] = None,
+    run_type: Annotated[list[str] | None, Query()] = None,
+    run_id_pattern: str | None = None,
+) -> DAGRunCollectionResponse:
+    if dag_id != "~":
+        get_dag_model(session, dag_id)
+    where = RunFilter(states=state or (), run_types=run_type or (), run_id_pattern=run_id_pattern)
+    runs, total = list_runs(session, dag_id, page, where)
+    return DAGRunCollectionResponse(
+        dag_runs=[dag_run_response(run) for run in runs], total_entries=total
+    )
+
+
+@router.get("/{dag_run_id}")
+def get_dag_run(dag_id: str, dag_run_id: str, _: CanRead, session: DbSession) -> DAGRunResponse:
+    return dag_run_response(get_run(session, dag_id, dag_run_id))
+
+
+@router.post("")
+def trigger_dag_run(
+    dag_id: str, body: TriggerDAGRunPostBody, _: CanRun, session: DbSession
+) -> DAGRunResponse:
+    """Create a queued run (the scheduler takes it from there), its conf checked first."""
+    unsupported = [name for name in _NOT_SUPPORTED if getattr(body, name) is not None]
+    if unsupported:
+        detail = f"{unsupported[0]} is not supported by Tradewind: leave it null"
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, detail)
+    model = get_dag_model(session, dag_id)
+    check_conf(model, body.conf or {})
+    interval = None
+    if body.logical_date is not None:
+        start = body.data_interval_start or body.logical_date
+        interval = (start, body.data_interval_end or body.logical_date)
+    run = create_run(session, dag_id, body.dag_run_id, body.conf, "manual", interval)
+    session.flush()
+    return dag_run_response(run)
+
+
+@router.patch("/{dag_run_id}")
+def patch_dag_run(
+    dag_id: str,
+    dag_run_id: str,
+    body: DAGRunPatchBody,
+    _: CanRun,
+    session: DbSession,
+    update_mask: Annotated[list[str] | None, Query()] = None,
+) -> DAGRunResponse:
+    run = get_run(session, dag_id, dag_run_id)
+    if body.note is not None:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "Tradewind keeps no notes on runs")
+    if body.state is not None and (update_mask is None or "state" in update_mask):
+        mark_run_state(session, run, DagRunState(body.state))
+        session.refresh(run)
+    return dag_run_response(run)
+
+
+@router.post("/{dag_run_id}/clear")
+def clear_dag_run(
+    dag_id: str,
+    dag_run_id: str,
+    body: DAGRunClearBody,
+    _: CanRun,
+    session: DbSession,
+    context: Context,
+) -> DAGRunResponse | TaskInstanceCollectionResponse:
+    """Clear the run's task instances (only the failed ones with ``only_failed``); a dry run
+    lists what would be cleared."""
+    run = get_run(session, dag_id, dag_run_id)
+    task_ids = tasks_to_clear(session, run, FAILED if body.only_failed else None)
+    if body.dry_run:
+        states = FAILED if body.only_failed else sorted(CLEARABLE)
+        where = TIFilter(states=[str(s) for s in states])
+        rows, total = list_task_instances(
+            session, dag_id, dag_run_id, Page(limit=MAX_PAGE_LIMIT), where
+        )
+        return TaskInstanceCollectionResponse(
+            task_instances=[ti_response(row) for row in rows], total_entries=total
+        )
+    if task_ids != []:
+        purgers = context.purgers
+        clear_task_instances(session, run, task_ids, False, purgers.xcoms, purgers.states)
+    session.refresh(run)
+    return dag_run_response(run)
+
+
+@router.delete("/{dag_run_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_dag_run(
+    dag_id: str, dag_run_id: str, _: CanRun, session: DbSession, context: Context
+) -> Response:
+    run = get_run(session, dag_id, dag_run_id)
+    delete_run(session, run, context.purgers.xcoms, context.purgers.states)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,66 @@
+"""``/api/v2/pools``: list, get, create, change and delete pools (``op`` edits)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Response, status
+
+from api.deps import CanEdit, CanRead, DbSession
+from api.models.resources import (
+    PoolBody,
+    PoolCollectionResponse,
+    PoolPatchBody,
+    PoolResponse,
+    pool_response,
+)
+from api.paging import Paging
+from state.listing import get_pool_use, list_pools
+from state.pools import delete_pool, set_pool
+from state.run_listing import NotFound
+
+router = APIRouter(prefix="/pools", tags=["Pool"])
+
+
+def _pool(session: DbSession, name: str) -> PoolResponse:
+    use = get_pool_use(session, name)
+    if use is None:
+        raise NotFound(f"no pool named {name!r}")
+    return pool_response(use)
+
+
+@router.get("")
+def get_pools(
+    _: CanRead, session: DbSession, page: Paging, pool_name_pattern: str | None = None
+) -> PoolCollectionResponse:
+    uses, total = list_pools(session, page, pool_name_pattern)
+    return PoolCollectionResponse(pools=[pool_response(u) for u in uses], total_entries=total)
+
+
+@router.get("/{pool_name}")
+def get_pool(pool_name: str, _: CanRead, session: DbSession) -> PoolResponse:
+    return _pool(session, pool_name)
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def post_pool(body: PoolBody, _: CanEdit, session: DbSession) -> PoolResponse:
+    if get_pool_use(session, body.name) is not None:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"a pool named {body.name!r} exists")
+    set_pool(session, body.name, body.slots)
+    return _pool(session, body.name)
+
+
+@router.patch("/{pool_name}")
+def patch_pool(pool_name: str, body: PoolPatchBody, _: CanEdit, session: DbSession) -> PoolResponse:
+    current = _pool(session, pool_name)
+    if body.pool is not None and body.pool != pool_name:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "a pool cannot be renamed")
+    if body.slots is not None:
+        set_pool(session, pool_name, body.slots)
+        return _pool(session, pool_name)
+    return current
+
+
+@router.delete("/{pool_name}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_pool_route(pool_name: str, _: CanEdit, session: DbSession) -> Response:
+    if not delete_pool(session, pool_name):
+        raise NotFound(f"no pool named {pool_name!r}")
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,143 @@
+"""``…/taskInstances/{task_id}/state-store``: a task instance's state values, read, written
+and deleted.
+
+Writing and deleting are an operator's repair (a ``user`` may do them, as clearing); the objects
+of values kept in object storage go with their rows. A value written here is kept in the row
+(JSON), whatever the configured backend: one larger than the database takes is refused (413).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from fastapi import APIRouter, HTTPException, Response, status
+
+from api.deps import CanRead, CanRun, Context, DbSession
+from api.models.resources import (
+    TaskStateStoreBody,
+    TaskStateStoreCollectionResponse,
+    TaskStateStorePatchBody,
+    TaskStateStoreResponse,
+    state_value_response,
+)
+from api.paging import MapIndexQuery, Paging
+from state.marking import delete_state_values, set_state_value
+from state.run_listing import NotFound, get_state_value, get_task_instance, list_state_values
+from state.values import TIKey, database_max_value_bytes
+
+PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/state-store"
+router = APIRouter(prefix=PATH, tags=["Task State Store"])
+
+
+@router.get("")
+def list_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    _: CanRead,
+    session: DbSession,
+    page: Paging,
+    map_index: MapIndexQuery = -1,
+) -> TaskStateStoreCollectionResponse:
+    key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    get_task_instance(session, key)
+    rows, total = list_state_values(session, key, page)
+    return TaskStateStoreCollectionResponse(
+        task_state_store=[state_value_response(row) for row in rows], total_entries=total
+    )
+
+
+@router.get("/{key}")
+def get_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    key: str,
+    _: CanRead,
+    session: DbSession,
+    map_index: MapIndexQuery = -1,
+) -> TaskStateStoreResponse:
+    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    return state_value_response(get_state_value(session, ti_key, key))
+
+
+@router.delete("/{key}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    key: str,
+    _: CanRun,
+    session: DbSession,
+    context: Context,
+    map_index: MapIndexQuery = -1,
+) -> Response:
+    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    if not delete_state_values(session, ti_key, [key], context.purgers.states):
+        raise NotFound(f"{dag_id}/{dag_run_id}/{task_id} has no state key {key!r}")
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.delete("", status_code=status.HTTP_204_NO_CONTENT)
+def clear_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    _: CanRun,
+    session: DbSession,
+    context: Context,
+    map_index: MapIndexQuery = -1,
+) -> Response:
+    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    get_task_instance(session, ti_key)
+    delete_state_values(session, ti_key, None, context.purgers.states)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _write(context: Context, session: DbSession, key: TIKey, state_key: str, value: object,
+           expires_at: dt.datetime | None) -> None:  # fmt: skip
+    text = json.dumps(value)
+    limit = database_max_value_bytes(context.url)
+    if len(text.encode()) > limit:
+        detail = f"the value is over the {limit} bytes the database takes in one value"
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail)
+    set_state_value(session, key, state_key, text, expires_at)
+
+
+@router.put("/{key}", status_code=status.HTTP_204_NO_CONTENT)
+def set_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    key: str,
+    body: TaskStateStoreBody,
+    _: CanRun,
+    session: DbSession,
+    context: Context,
+    map_index: MapIndexQuery = -1,
+) -> Response:
+    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    get_task_instance(session, ti_key)
+    _write(context, session, ti_key, key, body.value, body.expiry())
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.patch("/{key}")
+def patch_task_state_store(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    key: str,
+    body: TaskStateStorePatchBody,
+    _: CanRun,
+    session: DbSession,
+    context: Context,
+    map_index: MapIndexQuery = -1,
+) -> TaskStateStoreResponse:
+    """Change an existing key's value, keeping its expiry."""
+    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
+    existing = get_state_value(session, ti_key, key)
+    _write(context, session, ti_key, key, body.value, existing.expires_at)
+    session.flush()
+    return state_value_response(get_state_value(session, ti_key, key))

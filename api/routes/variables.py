@@ -1,0 +1,75 @@
+"""``/api/v2/variables``: list, get, create, change and delete variables (``op`` edits).
+
+A secret variable's value is never returned (``***``): the tasks that need it read it through
+their supervisor.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Response, status
+
+from api.deps import CanEdit, CanRead, DbSession
+from api.models.resources import (
+    VariableBody,
+    VariableCollectionResponse,
+    VariableResponse,
+    variable_response,
+)
+from api.paging import Paging
+from state.connections import delete_variable, get_variable, set_variable
+from state.listing import list_variables_page
+from state.run_listing import NotFound
+
+router = APIRouter(prefix="/variables", tags=["Variable"])
+
+
+def _variable(session: DbSession, key: str) -> VariableResponse:
+    variable = get_variable(session, key)
+    if variable is None:
+        raise NotFound(f"no variable named {key!r}")
+    return variable_response(variable)
+
+
+@router.get("")
+def get_variables(
+    _: CanRead, session: DbSession, page: Paging, variable_key_pattern: str | None = None
+) -> VariableCollectionResponse:
+    variables, total = list_variables_page(session, page, variable_key_pattern)
+    return VariableCollectionResponse(
+        variables=[variable_response(v) for v in variables], total_entries=total
+    )
+
+
+@router.get("/{variable_key}")
+def get_variable_route(variable_key: str, _: CanRead, session: DbSession) -> VariableResponse:
+    return _variable(session, variable_key)
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def post_variable(body: VariableBody, _: CanEdit, session: DbSession) -> VariableResponse:
+    if get_variable(session, body.key) is not None:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"a variable named {body.key!r} exists")
+    set_variable(session, body.key, body.text())
+    session.flush()
+    return _variable(session, body.key)
+
+
+@router.patch("/{variable_key}")
+def patch_variable(
+    variable_key: str, body: VariableBody, _: CanEdit, session: DbSession
+) -> VariableResponse:
+    existing = get_variable(session, variable_key)
+    if existing is None:
+        raise NotFound(f"no variable named {variable_key!r}")
+    if body.key != variable_key:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "the body's key differs from the path's")
+    set_variable(session, variable_key, body.text(), existing.is_secret)
+    session.flush()
+    return _variable(session, variable_key)
+
+
+@router.delete("/{variable_key}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_variable_route(variable_key: str, _: CanEdit, session: DbSession) -> Response:
+    if not delete_variable(session, variable_key):
+        raise NotFound(f"no variable named {variable_key!r}")
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,262 @@
+"""Page and API latency of the UI against the size of what they show (issue 13).
+
+One PostgreSQL store holds: a 3-task run (the baseline), a run of one ``.expand`` task with
+2,000 task instances, a run of one ``.iterate`` task over 16,194 items (its checkpoints as the
+worker writes them), 25 runs of a 200-task DAG (the grid), and 500 DAGs (the DAG list, measured
+before and after they are added). Each page and its API counterpart is fetched ``--n`` times
+through FastAPI's test client, signed in as a browser is; the figures are p50 and p95 latency,
+each divided by the same page for the small case, and the SQL statements per request.
+
+    python bench/ui.py [--n 40]
+
+Prints a table and writes bench/results/ui.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import event, update
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fastapi.testclient import TestClient  # noqa: E402
+from fleet_throughput import bench_database  # noqa: E402
+
+from api import create_app  # noqa: E402
+from api.security import hash_password  # noqa: E402
+from scheduler.dag_sync import sync_dags  # noqa: E402
+from state.checkpoints import batch_key  # noqa: E402
+from state.db import get_engine, session_scope  # noqa: E402
+from state.migrate import upgrade  # noqa: E402
+from state.models import TaskInstance, TaskStateValue, utcnow  # noqa: E402
+from state.runs import create_run  # noqa: E402
+from state.users import Role, create_user  # noqa: E402
+from tradewind.settings import reload_settings  # noqa: E402
+
+DAGS = """
+from tradewind import DAG, dag, task
+
+
+@task
+def step(x: int = 0) -> int:
+    return x
+
+
+@task
+def numbers() -> list[int]:
+    return list(range(10))
+
+
+with DAG("small"):
+    step.override(task_id="a")() >> step.override(task_id="b")() >> step.override(task_id="c")()
+
+with DAG("mapped"):
+    step.expand(x=numbers())
+
+with DAG("items"):
+    step.iterate(x=numbers())
+
+with DAG("wide"):
+    for i in range(200):
+        step.override(task_id=f"t{i:03d}")()
+"""
+
+MANY_DAGS = """
+from tradewind import DAG, task
+
+
+@task
+def only() -> None:
+    pass
+
+
+for i in range(500):
+    with DAG(f"dag_{i:03d}", tags=["bench"]):
+        only()
+"""
+PASSWORD = "bench password"
+
+
+@contextmanager
+def statements(url: str) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if not statement.startswith(("BEGIN", "PRAGMA")):
+            seen.append(statement)
+
+    engine = get_engine(url)
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+
+def measure(client: TestClient, url: str, path: str, n: int) -> dict[str, float]:
+    client.get(path)  # warm: the structure's parse, the template's compile
+    with statements(url) as seen:
+        reply = client.get(path)
+    assert reply.status_code == 200, (path, reply.status_code, reply.text[:300])
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        client.get(path)
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return {
+        "p50_ms": 1000 * statistics.median(times),
+        "p95_ms": 1000 * times[int(0.95 * (len(times) - 1))],
+        "statements": len(seen),
+    }
+
+
+def _set(url: str, run_id: str, task_id: str, **values: object) -> None:
+    with session_scope(url) as session:
+        session.execute(
+            update(TaskInstance)
+            .where(TaskInstance.run_id == run_id, TaskInstance.task_id == task_id)
+            .values(**values)
+        )
+
+
+def populate(url: str) -> None:
+    """The runs: small, 2,000 mapped, 16,194 items, 25 of 200 tasks."""
+    with session_scope(url) as session:
+        for dag_id in ("small", "mapped", "items"):
+            create_run(session, dag_id, run_id="r1")
+        for n in range(25):
+            create_run(session, "wide", run_id=f"w{n:02d}")
+    now = utcnow()
+    with session_scope(url) as session:
+        session.query(TaskInstance).filter_by(dag_id="mapped", task_id="step").delete()
+        session.add_all(
+            TaskInstance(dag_id="mapped", run_id="r1", task_id="step", map_index=i,
+                         state="success" if i % 10 else "running", try_number=1, start_date=now)
+            for i in range(2000)
+        )  # fmt: skip
+    _set(url, "r1", "step", items_total=16194, try_number=1, state="running", start_date=now)
+    with session_scope(url) as session:
+        for number, start in enumerate(range(0, 16194, 100)):
+            outcomes = [
+                {"i": i, "f": f"f{i}", "s": "failed" if i % 997 == 1 else "success", "e": "boom"}
+                for i in range(start, min(start + 100, 16194))
+            ]
+            value = json.dumps({"generation": 0, "outcomes": outcomes})
+            session.add(TaskStateValue(dag_id="items", run_id="r1", task_id="step",
+                                       key=batch_key(number), value=value))  # fmt: skip
+
+
+def sign_in(client: TestClient) -> None:
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/auth/login").text)
+    assert token
+    form = {"username": "admin", "password": PASSWORD, "csrf_token": token.group(1), "next": "/"}
+    assert client.post("/auth/login", data=form, follow_redirects=False).status_code == 303
+
+
+PAGES = {
+    # name: (page or API, path for the large case, path for the small case)
+    "run page, 2,000 mapped": ("/dags/mapped/runs/r1", "/dags/small/runs/r1"),
+    "run page, 16,194 items": ("/dags/items/runs/r1", "/dags/small/runs/r1"),
+    "task page, 2,000 mapped": ("/dags/mapped/runs/r1/tasks/step", "/dags/small/runs/r1/tasks/b"),
+    "task page, 16,194 items": ("/dags/items/runs/r1/tasks/step", "/dags/small/runs/r1/tasks/b"),
+    "API listMapped, 2,000": (
+        "/api/v2/dags/mapped/dagRuns/r1/taskInstances/step/listMapped",
+        "/api/v2/dags/small/dagRuns/r1/taskInstances",
+    ),
+    "API task instance, 16,194 items": (
+        "/api/v2/dags/items/dagRuns/r1/taskInstances/step",
+        "/api/v2/dags/small/dagRuns/r1/taskInstances/b",
+    ),
+    "grid page, 25 runs x 200 tasks": ("/dags/wide", "/dags/small"),
+    "API grid-like list, 25 x 200": (
+        "/api/v2/dags/wide/dagRuns/~/taskInstances?limit=100",
+        "/api/v2/dags/small/dagRuns/~/taskInstances?limit=100",
+    ),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=40, help="requests per page (default 40)")
+    args = parser.parse_args()
+    results: dict[str, dict[str, object]] = {}
+    with tempfile.TemporaryDirectory() as tmp, bench_database("ui_") as url:
+        dags = Path(tmp) / "dags"
+        dags.mkdir()
+        os.environ.update(
+            TRADEWIND_HOME=f"{tmp}/home", TRADEWIND_DAGS_FOLDER=str(dags),
+            TRADEWIND_DATABASE_URL=url,
+        )  # fmt: skip
+        settings = reload_settings()
+        upgrade(url)
+        (dags / "bench.py").write_text(DAGS)
+        with session_scope(url) as session:
+            sync_dags(session, dags)
+            create_user(session, "admin", hash_password(PASSWORD), Role.ADMIN)
+        populate(url)
+        with TestClient(create_app(settings)) as client:
+            sign_in(client)
+            small_list = {
+                "page": measure(client, url, "/dags", args.n),
+                "api": measure(client, url, "/api/v2/dags?limit=100", args.n),
+            }
+            for name, (large, small) in PAGES.items():
+                if client.get(large).status_code != 200:
+                    results[name] = {"skipped": f"{large} answers {client.get(large).status_code}"}
+                    continue
+                results[name] = _ratio(
+                    measure(client, url, large, args.n), measure(client, url, small, args.n)
+                )
+            (dags / "many.py").write_text(MANY_DAGS)
+            with session_scope(url) as session:
+                sync_dags(session, dags)
+            results["DAG list page, 500 DAGs"] = _ratio(
+                measure(client, url, "/dags", args.n), small_list["page"]
+            )
+            results["API DAG list, 500 DAGs"] = _ratio(
+                measure(client, url, "/api/v2/dags?limit=100", args.n), small_list["api"]
+            )
+    _report(results)
+
+
+def _ratio(large: dict[str, float], small: dict[str, float]) -> dict[str, object]:
+    return {
+        **large,
+        "small_p50_ms": small["p50_ms"],
+        "small_statements": small["statements"],
+        "p50_ratio": large["p50_ms"] / small["p50_ms"],
+        "p95_ratio": large["p95_ms"] / small["p95_ms"],
+    }
+
+
+def _report(results: dict[str, dict[str, object]]) -> None:
+    print(f"{'':34} {'p50 ms':>8} {'p95 ms':>8} {'x small p50':>11} {'x p95':>6} {'stmts':>5}")
+    for name, row in results.items():
+        if "skipped" in row:
+            print(f"{name:34} skipped: {row['skipped']}")
+            continue
+        print(
+            f"{name:34} {row['p50_ms']:8.1f} {row['p95_ms']:8.1f} {row['p50_ratio']:11.2f}"
+            f" {row['p95_ratio']:6.2f} {row['statements']:5d}"
+        )
+    out = ROOT / "bench" / "results" / "ui.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()

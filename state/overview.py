@@ -1,0 +1,124 @@
+"""What the UI's DAG pages read in bulk: each DAG's latest runs, and a grid's cells.
+
+Both are one statement whatever the size behind them: the latest runs of a page of DAGs are
+numbered per DAG by a window function and cut in SQL; a grid's cells are the task instances
+of its runs counted by (run, task, state) with GROUP BY, so a task mapped over 2,000 items is
+one row per state, not 2,000 rows (the grid's cost is its runs times its tasks, both bounded).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from state.enums import DagRunState, TaskInstanceState
+from state.models import DagRun, TaskInstance
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run as a list of runs shows it."""
+
+    run_id: str
+    state: DagRunState
+    run_type: str
+    logical_date: dt.datetime | None
+    created_at: dt.datetime
+    start_date: dt.datetime | None
+    end_date: dt.datetime | None
+
+    @property
+    def when(self) -> dt.datetime:
+        """The time a person knows the run by: its logical date, else when it was made."""
+        return self.logical_date or self.created_at
+
+
+_SUMMARY_COLUMNS = (
+    DagRun.run_id,
+    DagRun.state,
+    DagRun.run_type,
+    DagRun.logical_date,
+    DagRun.created_at,
+    DagRun.start_date,
+    DagRun.end_date,
+)
+
+
+def _summary(row: Sequence[object]) -> RunSummary:
+    run_id, state, run_type, logical, created, start, end = row
+    return RunSummary(
+        str(run_id),
+        DagRunState(str(state)),
+        str(run_type),
+        logical if isinstance(logical, dt.datetime) else None,
+        created if isinstance(created, dt.datetime) else dt.datetime.now(dt.UTC),
+        start if isinstance(start, dt.datetime) else None,
+        end if isinstance(end, dt.datetime) else None,
+    )
+
+
+def latest_runs(
+    session: Session, dag_ids: Sequence[str], per_dag: int
+) -> dict[str, list[RunSummary]]:
+    """The newest ``per_dag`` runs of each DAG of ``dag_ids``, newest first (one statement)."""
+    latest: dict[str, list[RunSummary]] = {dag_id: [] for dag_id in dag_ids}
+    if not dag_ids or per_dag <= 0:
+        return latest
+    rank = func.row_number().over(partition_by=DagRun.dag_id, order_by=DagRun.id.desc())
+    numbered = (
+        select(DagRun.dag_id, DagRun.id, *_SUMMARY_COLUMNS, rank.label("rank"))
+        .where(DagRun.dag_id.in_(list(dag_ids)))
+        .subquery()
+    )
+    query = (
+        select(numbered.c.dag_id, *(numbered.c[column.key] for column in _SUMMARY_COLUMNS))
+        .where(numbered.c.rank <= per_dag)
+        .order_by(numbered.c.dag_id, numbered.c.id.desc())
+    )
+    for dag_id, *rest in session.execute(query):
+        latest[dag_id].append(_summary(rest))
+    return latest
+
+
+def recent_runs(session: Session, dag_id: str, limit: int) -> list[RunSummary]:
+    """The DAG's newest ``limit`` runs, newest first (one statement)."""
+    query = (
+        select(*_SUMMARY_COLUMNS)
+        .where(DagRun.dag_id == dag_id)
+        .order_by(DagRun.id.desc())
+        .limit(max(limit, 0))
+    )
+    return [_summary(row) for row in session.execute(query)]
+
+
+@dataclass
+class Cell:
+    """One task in one run: how many of its task instances are in each state."""
+
+    counts: dict[TaskInstanceState, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def grid_cells(
+    session: Session, dag_id: str, run_ids: Sequence[str]
+) -> dict[tuple[str, str], Cell]:
+    """Each (run, task) of ``run_ids`` with its task instances counted by state (one query)."""
+    cells: dict[tuple[str, str], Cell] = {}
+    if not run_ids:
+        return cells
+    query = (
+        select(TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state, func.count())
+        .where(TaskInstance.dag_id == dag_id, TaskInstance.run_id.in_(list(run_ids)))
+        .group_by(TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state)
+    )
+    for run_id, task_id, state, count in session.execute(query):
+        cell = cells.setdefault((run_id, task_id), Cell())
+        cell.counts[TaskInstanceState(state)] = int(count)
+    return cells

@@ -1,0 +1,100 @@
+"""A sensor's try rescheduled: ``running -> up_for_reschedule`` frees its slot (a hand-over
+plan), and when the next poke is due the same try is queued again and claimed with a new fence.
+
+Tries are claimed and ended with the supervisor's own functions, on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker_config import message_of
+from state.db import session_scope, statement_scope
+from state.end_plan import FirstWaiting, plan_reschedule
+from state.enums import TASK_INSTANCE_TRANSITIONS, TaskInstanceState
+from state.models import DagModel, DagRun, utcnow
+from state.pools import set_pool
+from state.scheduling import CachedDag, Enqueue, schedule_run
+from tests.state.harness import Home, end_claimed, tradewind_home
+from worker.claim import Claim, Final, claim_try
+
+TI = TaskInstanceState
+
+# Two sensors sharing the one slot of pool "solo".
+SENSORS_DAG = """
+from tradewind import DAG, task
+
+@task.sensor(poke_interval=60, mode="reschedule", pool="solo")
+def wait():
+    return False
+
+with DAG("sensors"):
+    wait.override(task_id="a")()
+    wait.override(task_id="b")()
+"""
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def sensors(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Home]:
+    env = {"database_url": request.getfixturevalue("pg_url")} if request.param != "sqlite" else {}
+    with tradewind_home(tmp_path, monkeypatch, **env) as made:
+        with session_scope(made.url) as session:
+            set_pool(session, "solo", 1)
+        made.write_dag(SENSORS_DAG)
+        assert made.sync().import_errors == {}
+        yield made
+
+
+def claim(home: Home, enqueue: Enqueue) -> Claim:
+    with statement_scope(home.url) as session:
+        claimed = claim_try(session, message_of(enqueue))
+    assert isinstance(claimed, Claim), claimed
+    return claimed
+
+
+def schedule_at(home: Home, run_pk: int, now: dt.datetime) -> list[Enqueue]:
+    with session_scope(home.url) as session:
+        run = session.get_one(DagRun, run_pk, with_for_update=True)
+        return schedule_run(session, run, CachedDag.of(session.get_one(DagModel, run.dag_id)), now)
+
+
+def test_a_reschedule_plans_a_slot_hand_over_to_the_first_waiting_try() -> None:
+    assert plan_reschedule() == FirstWaiting()
+    assert TI.UP_FOR_RESCHEDULE in TASK_INSTANCE_TRANSITIONS[TI.RUNNING]
+    assert TASK_INSTANCE_TRANSITIONS[TI.UP_FOR_RESCHEDULE] >= {TI.SCHEDULED}
+
+
+def test_a_rescheduled_try_frees_its_slot_and_its_next_poke_is_the_same_try(
+    sensors: Home,
+) -> None:
+    run_pk = sensors.trigger("sensors")
+    [first] = sensors.schedule(run_pk)
+    assert first.task_id == "a"
+    next_poke = utcnow() + dt.timedelta(seconds=60)
+    claimed = claim(sensors, first)
+
+    recorded, ready = end_claimed(
+        sensors.url, claimed, Final(TI.UP_FOR_RESCHEDULE, next_poke_at=next_poke)
+    )
+
+    # The slot went to b at once, in the end's own statement.
+    assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
+    a = sensors.ti(run_pk, "a")
+    assert (a.state, a.try_number, a.next_retry_at) == (TI.UP_FOR_RESCHEDULE, 1, next_poke)
+    assert schedule_at(sensors, run_pk, next_poke - dt.timedelta(seconds=1)) == []
+
+    b = claim(sensors, ready[0])
+    end_claimed(sensors.url, b, Final(TI.UP_FOR_RESCHEDULE, next_poke_at=next_poke))
+    [again] = schedule_at(sensors, run_pk, next_poke)
+
+    assert (again.task_id, again.try_number) == ("a", 1)
+    repoke = claim(sensors, again)
+    assert repoke.fence.try_number == 1 and repoke.fence.token != claimed.fence.token
+    assert sensors.ti(run_pk, "a").state == TI.RUNNING
+    assert sensors.run_state(run_pk) == "running"  # a sensor between pokes is no end

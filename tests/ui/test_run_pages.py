@@ -1,0 +1,165 @@
+"""The run and task pages in headless chromium: a log followed live, a clear seen through.
+
+Each test saves screenshots under its tmp dir (``shoot``) to be looked at; a large run (2,000
+mapped task instances, an iterable task of 16,194 items) is shot too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import update
+
+from api.logs import try_log
+from state.checkpoints import batch_key
+from state.db import session_scope
+from state.enums import TaskInstanceState
+from state.models import TaskInstance, TaskStateValue, utcnow
+from tests.state.harness import Home
+
+Shoot = Callable[[Any, str], Path]
+
+ITERATE_DAG = """
+from tradewind import dag, task
+
+
+@task
+def numbers() -> list[int]:
+    return list(range(10))
+
+
+@task
+def square(x: int) -> int:
+    return x * x
+
+
+@dag(dag_id="items")
+def items():
+    square.iterate(x=numbers())
+
+
+items()
+"""
+
+
+def _set(home: Home, run_id: str, task_id: str, **values: Any) -> None:
+    with session_scope(home.url) as session:
+        session.execute(
+            update(TaskInstance)
+            .where(TaskInstance.run_id == run_id, TaskInstance.task_id == task_id)
+            .values(**values)
+        )
+
+
+def _running_with_a_log(home: Home, run_id: str) -> Path:
+    home.trigger("solo", run_id=run_id)
+    _set(home, run_id, "only", state="running", try_number=1, start_date=utcnow(), hostname="w1")
+    path = try_log(home.settings.logs_folder, ("solo", run_id, "only", -1), 1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"line {n} of the try\n" for n in range(5)))
+    return path
+
+
+def test_a_running_tries_log_grows_on_the_page(sqlite_home: Home, page: Any, shoot: Shoot) -> None:
+    log = _running_with_a_log(sqlite_home, "live")
+    page.goto("/dags/solo/runs/live/tasks/only")
+    page.wait_for_selector("#pg-log:has-text('line 4 of the try')")
+    assert page.locator(".pg-live").is_visible()
+    with log.open("a") as more:
+        more.write("the try goes on\nand is nearly done\n")
+    page.wait_for_selector("#pg-log:has-text('and is nearly done')", timeout=60_000)
+    text = page.locator("#pg-log").inner_text()
+    assert text.count("line 0 of the try") == 1  # appended once, never read twice
+    shoot(page, "task-live-log")
+
+
+def test_a_cleared_task_is_shown_running_again(sqlite_home: Home, page: Any, shoot: Shoot) -> None:
+    run_pk = sqlite_home.trigger("solo", run_id="again")
+    _set(sqlite_home, "again", "only", state="failed", try_number=1, start_date=utcnow(),
+         end_date=utcnow(), error="RuntimeError: the disk is full")  # fmt: skip
+    page.goto("/dags/solo/runs/again/tasks/only")
+    page.wait_for_selector(".state-badge.state-failed")
+    shoot(page, "task-failed")
+    page.click("button:has-text('Clear')")
+    page.wait_for_selector(".state-badge.state-none")
+    assert sqlite_home.states(run_pk)["only"] == TaskInstanceState.NONE
+    sqlite_home.schedule(run_pk)  # the scheduler's pass queues it again
+    page.wait_for_selector("#pg-task-live .state-badge.state-queued", timeout=60_000)  # no reload
+    shoot(page, "task-cleared-queued")
+    page.goto("/dags/solo/runs/again")
+    page.wait_for_selector("#pg-tasks .state-badge.state-queued")
+    shoot(page, "run-cleared-queued")
+
+
+def test_the_pages_of_small_and_large_runs(sqlite_home: Home, page: Any, shoot: Shoot) -> None:
+    sqlite_home.write_dag(ITERATE_DAG, "items.py")
+    sqlite_home.sync()
+    sqlite_home.trigger("etl", run_id="small", conf={"day": "2026-12-01", "rows": 3})
+    _set(sqlite_home, "small", "extract", state="success", try_number=1, start_date=utcnow(),
+         end_date=utcnow(), hostname="worker-1")  # fmt: skip
+    page.goto("/dags/etl/runs/small")
+    page.wait_for_selector("#pg-tasks")
+    shoot(page, "run-small")
+    page.goto("/dags/etl/runs/small/tasks/load")
+    page.wait_for_selector("#pg-waiting")
+    shoot(page, "task-waiting")
+
+    _mapped_run(sqlite_home, "wide", 2000)
+    page.goto("/dags/etl/runs/wide")
+    page.wait_for_selector("text=2,000 map indexes")
+    shoot(page, "run-2000-mapped")
+    page.goto("/dags/etl/runs/wide/tasks/transform.double")
+    page.wait_for_selector("text=Failed map indexes")
+    shoot(page, "task-2000-mapped")
+
+    _iterable_run(sqlite_home, "many", 16194)
+    page.goto("/dags/items/runs/many")
+    page.wait_for_selector("#pg-tasks")
+    shoot(page, "run-16194-items")
+    page.goto("/dags/items/runs/many/tasks/square")
+    page.wait_for_selector("text=Failed items")
+    shoot(page, "task-16194-items")
+    page.goto("/dags/items/runs/nope")
+    page.wait_for_selector("text=Not found")
+    shoot(page, "run-missing")
+
+
+def _mapped_run(home: Home, run_id: str, items: int) -> None:
+    home.trigger("etl", run_id=run_id)
+    now = utcnow()
+    with session_scope(home.url) as session:
+        session.query(TaskInstance).filter_by(run_id=run_id, task_id="transform.double").delete()
+        session.add_all(
+            TaskInstance(dag_id="etl", run_id=run_id, task_id="transform.double", map_index=i,
+                         state=_mapped_state(i), try_number=1, start_date=now,
+                         end_date=None if _mapped_state(i) == "running" else now,
+                         error="ValueError: bad row" if i % 400 == 7 else None)
+            for i in range(items)
+        )  # fmt: skip
+
+
+def _mapped_state(index: int) -> str:
+    if index % 400 == 7:
+        return "failed"
+    return "running" if index > 1800 else "success"
+
+
+def _iterable_run(home: Home, run_id: str, total: int, per_round: int = 100) -> None:
+    home.trigger("items", run_id=run_id)
+    _set(home, run_id, "numbers", state="success", try_number=1)
+    _set(home, run_id, "square", items_total=total, try_number=1, state="running",
+         start_date=utcnow(), hostname="worker-2")  # fmt: skip
+    with session_scope(home.url) as session:
+        for number, start in enumerate(range(0, total - 500, per_round)):
+            outcomes = [
+                {"i": i, "f": f"f{i}", "s": "failed", "e": f"KeyError: 'price' in row {i}"}
+                if i % 1000 == 3
+                else {"i": i, "f": f"f{i}", "s": "success"}
+                for i in range(start, min(start + per_round, total))
+            ]
+            value = json.dumps({"generation": 0, "outcomes": outcomes})
+            session.add(TaskStateValue(dag_id="items", run_id=run_id, task_id="square",
+                                       key=batch_key(number), value=value))  # fmt: skip

@@ -1,0 +1,81 @@
+"""``tradewind dags backfill DAG_ID --from-date --to-date``: runs for the intervals of a range.
+
+The runs are created queued (``scheduler/backfill.py``); the scheduler starts them within the
+DAG's ``max_active_runs``. With ``--wait`` the command follows them to their end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from typing import Annotated
+
+import typer
+from sqlalchemy import select
+
+from scheduler.backfill import InvalidBackfill, create_backfill
+from state.db import session_scope
+from state.enums import DagRunState
+from state.models import DagRun
+from state.runs import UnknownDag
+from tradewind.cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
+from tradewind.cli.store import open_store, sync_folder
+
+_ENDED = (DagRunState.SUCCESS, DagRunState.FAILED)
+
+
+def _date(text: str, flag: str) -> dt.datetime:
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        fail(f"{flag} {text!r} is not an ISO date (2024-01-31 or 2024-01-31T06:00)", EXIT_BAD_INPUT)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def backfill(
+    dag_id: str,
+    from_date: Annotated[str, typer.Option("--from-date", help="First interval start (ISO).")],
+    to_date: Annotated[str, typer.Option("--to-date", help="Last interval start (ISO).")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for the runs to end.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Create backfill runs for the DAG's intervals starting from --from-date to --to-date."""
+    start, end = _date(from_date, "--from-date"), _date(to_date, "--to-date")
+    settings = settings_or_exit()
+    url = open_store(settings)
+    sync_folder(settings, url)
+    try:
+        with session_scope(url) as session:
+            done = create_backfill(session, dag_id, start, end)
+    except InvalidBackfill as error:
+        fail(str(error), EXIT_BAD_INPUT)
+    except UnknownDag as error:
+        fail(str(error))
+    states = _wait(url, dag_id, done.created) if wait else {}
+    if as_json:
+        document = {"dag_id": dag_id, "created": done.created, "existing": done.existing}
+        typer.echo(json.dumps({**document, "states": states}, indent=2))
+    else:
+        typer.echo(f"backfill of {dag_id}: {len(done.created)} runs created")
+        for run_id in done.created:
+            typer.echo(f"  {run_id}" + (f": {states[run_id]}" if run_id in states else ""))
+        if done.existing:
+            typer.echo(f"  {len(done.existing)} intervals already had a run")
+    if any(state != DagRunState.SUCCESS for state in states.values()):
+        raise typer.Exit(1)
+
+
+def _wait(url: str, dag_id: str, run_ids: list[str]) -> dict[str, str]:
+    """Poll until every run has ended (the scheduler runs them); their final states."""
+    while True:
+        with session_scope(url) as session:
+            rows = session.execute(
+                select(DagRun.run_id, DagRun.state).where(
+                    DagRun.dag_id == dag_id, DagRun.run_id.in_(run_ids)
+                )
+            )
+            states = {run_id: str(state) for run_id, state in rows}
+        if all(state in _ENDED for state in states.values()):
+            return states
+        time.sleep(1.0)
