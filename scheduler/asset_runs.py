@@ -39,11 +39,14 @@ log = logging.getLogger("tradewind.scheduler")
 ASSET_TRIGGERED = "asset_triggered"
 
 
-def sync_dag_assets(session: Session, dag: DAG) -> None:
-    """Store what ``dag`` waits on, and the assets it names, at its sync."""
+def sync_dag_assets(session: Session, dag: DAG, structure: Mapping[str, Any]) -> None:
+    """Store what ``dag`` waits on, and the assets it names, at its sync.
+
+    ``structure`` is the DAG's as the loader built it: building it again costs a parse's worth.
+    """
     known = [
         OutletEvent(outlet["asset"], outlet.get("name"), outlet.get("group", "asset"))
-        for task in dag.structure()["tasks"].values()
+        for task in structure["tasks"].values()
         for outlet in task["outlets"]
         if "asset" in outlet
     ]

@@ -48,7 +48,7 @@ def sync_dags(session: Session, folder: Path) -> SyncResult:
     existing = {model.dag_id: model for model in session.scalars(select(DagModel))}
     for dag_id in sorted(dags):
         if _store_dag(session, existing.get(dag_id), bag.parsed[dag_id]):
-            sync_dag_assets(session, dags[dag_id])
+            sync_dag_assets(session, dags[dag_id], bag.parsed[dag_id].structure)
             result.changed.append(dag_id)
     kept_as_was = set(errors) | set(refused)
     for dag_id in sorted(existing):
