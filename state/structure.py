@@ -8,6 +8,7 @@ know are ignored: a newer authoring API may add some before the readers need the
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Literal, Protocol
@@ -140,9 +141,36 @@ class DagStructure(_Frozen):
         """Answers derived from this structure alone, kept with it (``state.end_plan``)."""
         return {}
 
+    def upstream_first(self) -> list[str]:
+        """The task ids, each after all its upstream ones, ties by id (kept in ``memo``).
+
+        The stored structure's key order is not the authoring order everywhere (PostgreSQL's
+        JSONB keeps an object's keys in its own order), so the order is derived from the graph.
+        """
+        if "upstream_first" not in self.memo:
+            self.memo["upstream_first"] = _upstream_first(self.tasks)
+        order: list[str] = self.memo["upstream_first"]
+        return order
+
     def leaves(self) -> list[str]:
         """The tasks nothing depends on, in the structure's order."""
         return [task_id for task_id, spec in self.tasks.items() if not spec.downstream]
+
+
+def _upstream_first(tasks: Mapping[str, TaskSpec]) -> list[str]:
+    waiting = {task_id: len(set(spec.upstream) & set(tasks)) for task_id, spec in tasks.items()}
+    ready = [task_id for task_id, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        task_id = heapq.heappop(ready)
+        order.append(task_id)
+        for child in tasks[task_id].downstream:
+            if child in waiting:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    heapq.heappush(ready, child)
+    return order + sorted(set(tasks) - set(order))  # a cycle cannot be stored, but be total
 
 
 #: Parsed structures by version hash: a hash names one structure for good.

@@ -114,8 +114,8 @@ def _walk(
 
 
 def _ordered(structure: DagStructure, nodes: Iterable[tuple[str, bool]]) -> list[tuple[str, bool]]:
-    """A level's groups and tasks in the order their first task appears in the structure."""
-    order = {task_id: index for index, task_id in enumerate(structure.tasks)}
+    """A level's groups and tasks in the order of their first task, upstream first."""
+    order = {task_id: index for index, task_id in enumerate(structure.upstream_first())}
 
     def first_task(node: tuple[str, bool]) -> int:
         node_id, is_group = node

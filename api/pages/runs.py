@@ -74,24 +74,8 @@ class TaskRow:
 
 
 def dag_order(structure: DagStructure) -> list[str]:
-    """The tasks with each after all its upstream, ties by task id.
-
-    The stored structure's key order is not the authoring order everywhere (PostgreSQL's JSONB
-    keeps keys sorted its own way), so the order is derived from the graph.
-    """
-    tasks = structure.tasks
-    waiting = {task_id: len(set(spec.upstream) & set(tasks)) for task_id, spec in tasks.items()}
-    ready = sorted(task_id for task_id, count in waiting.items() if count == 0)
-    order: list[str] = []
-    while ready:
-        task_id = ready.pop(0)
-        order.append(task_id)
-        for child in tasks[task_id].downstream:
-            if child in waiting:
-                waiting[child] -= 1
-                if waiting[child] == 0:
-                    ready = sorted([*ready, child])
-    return order + sorted(set(tasks) - set(order))  # a cycle cannot be stored, but be total
+    """The tasks with each after all its upstream, ties by task id."""
+    return structure.upstream_first()
 
 
 def task_rows(structure: DagStructure, summaries: dict[str, TaskSummary]) -> list[TaskRow]:
