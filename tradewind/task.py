@@ -355,13 +355,10 @@ def _not_yet(kind: str, feature: str) -> Callable[..., Any]:
     return refuse
 
 
-# Airflow's other task kinds: a DAG file using one fails its import naming it, never at run time.
+# Airflow's task kinds Tradewind lacks (branch, short_circuit, bash, sensor and virtualenv are
+# registered by their own modules): a DAG file using one fails its import naming it, never at
+# run time.
 for _kind, _feature in {
-    "branch": "branching",
-    "short_circuit": "short-circuiting",
-    "bash": "bash tasks",
-    "sensor": "sensors",
-    "virtualenv": "virtualenv tasks",
     "external_python": "external Python tasks",
     "branch_virtualenv": "branching",
     "branch_external_python": "branching",

@@ -11,8 +11,6 @@ _PARTITIONS = "partitioned assets"
 
 FEATURES = {
     "AssetWatcher": _ASSETS,
-    "setup": "setup and teardown tasks",
-    "teardown": "setup and teardown tasks",
     "ObjectStoragePath": "ObjectStoragePath (object storage paths)",
     "BaseSensorOperator": "classic sensors (@task.sensor is supported)",
 }
