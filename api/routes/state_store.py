@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Response, status
 
 from api.deps import CanRead, CanRun, Context, DbSession
 from api.models.resources import (
@@ -30,19 +31,23 @@ PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/state-store"
 router = APIRouter(prefix=PATH, tags=["Task State Store"])
 
 
+def _ti_key(dag_id: str, dag_run_id: str, task_id: str, map_index: MapIndexQuery = -1) -> TIKey:
+    """The task instance every route of the state store names by its path and ``map_index``."""
+    return TIKey(dag_id, dag_run_id, task_id, map_index)
+
+
+Key = Annotated[TIKey, Depends(_ti_key)]
+
+
 @router.get("")
 def list_task_state_store(
-    dag_id: str,
-    dag_run_id: str,
-    task_id: str,
+    ti_key: Key,
     _: CanRead,
     session: DbSession,
     page: Paging,
-    map_index: MapIndexQuery = -1,
 ) -> TaskStateStoreCollectionResponse:
-    key = TIKey(dag_id, dag_run_id, task_id, map_index)
-    get_task_instance(session, key)
-    rows, total = list_state_values(session, key, page)
+    get_task_instance(session, ti_key)
+    rows, total = list_state_values(session, ti_key, page)
     return TaskStateStoreCollectionResponse(
         task_state_store=[state_value_response(row) for row in rows], total_entries=total
     )
@@ -50,46 +55,34 @@ def list_task_state_store(
 
 @router.get("/{key}")
 def get_task_state_store(
-    dag_id: str,
-    dag_run_id: str,
-    task_id: str,
+    ti_key: Key,
     key: str,
     _: CanRead,
     session: DbSession,
-    map_index: MapIndexQuery = -1,
 ) -> TaskStateStoreResponse:
-    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
     return state_value_response(get_state_value(session, ti_key, key))
 
 
 @router.delete("/{key}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_task_state_store(
-    dag_id: str,
-    dag_run_id: str,
-    task_id: str,
+    ti_key: Key,
     key: str,
     _: CanRun,
     session: DbSession,
     context: Context,
-    map_index: MapIndexQuery = -1,
 ) -> Response:
-    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
     if not delete_state_values(session, ti_key, [key], context.purgers.states):
-        raise NotFound(f"{dag_id}/{dag_run_id}/{task_id} has no state key {key!r}")
+        raise NotFound(f"{ti_key.dag_id}/{ti_key.run_id}/{ti_key.task_id} has no state key {key!r}")
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.delete("", status_code=status.HTTP_204_NO_CONTENT)
 def clear_task_state_store(
-    dag_id: str,
-    dag_run_id: str,
-    task_id: str,
+    ti_key: Key,
     _: CanRun,
     session: DbSession,
     context: Context,
-    map_index: MapIndexQuery = -1,
 ) -> Response:
-    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
     get_task_instance(session, ti_key)
     delete_state_values(session, ti_key, None, context.purgers.states)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -107,17 +100,13 @@ def _write(context: Context, session: DbSession, key: TIKey, state_key: str, val
 
 @router.put("/{key}", status_code=status.HTTP_204_NO_CONTENT)
 def set_task_state_store(
-    dag_id: str,
-    dag_run_id: str,
-    task_id: str,
+    ti_key: Key,
     key: str,
     body: TaskStateStoreBody,
     _: CanRun,
     session: DbSession,
     context: Context,
-    map_index: MapIndexQuery = -1,
 ) -> Response:
-    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
     get_task_instance(session, ti_key)
     _write(context, session, ti_key, key, body.value, body.expiry())
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -125,18 +114,14 @@ def set_task_state_store(
 
 @router.patch("/{key}")
 def patch_task_state_store(
-    dag_id: str,
-    dag_run_id: str,
-    task_id: str,
+    ti_key: Key,
     key: str,
     body: TaskStateStorePatchBody,
     _: CanRun,
     session: DbSession,
     context: Context,
-    map_index: MapIndexQuery = -1,
 ) -> TaskStateStoreResponse:
     """Change an existing key's value, keeping its expiry."""
-    ti_key = TIKey(dag_id, dag_run_id, task_id, map_index)
     existing = get_state_value(session, ti_key, key)
     _write(context, session, ti_key, key, body.value, existing.expires_at)
     session.flush()
