@@ -91,7 +91,7 @@ def test_backfill_refuses_bad_input_in_one_line(cli: Cli, env: CliEnv) -> None:
     reversed_ = cli(
         "dags", "backfill", "daily", "--from-date", "2024-02-01", "--to-date", "2024-01-01"
     )
-    assert "is before --from-date" in one_error_line(reversed_)
+    assert "is before from date" in one_error_line(reversed_)
     unscheduled = cli(
         "dags", "backfill", "on_report", "--from-date", "2024-01-01", "--to-date", "2024-01-02"
     )
