@@ -163,12 +163,19 @@ def _views(session: Session, backfills: Sequence[Backfill]) -> list[BackfillView
         .group_by(BackfillDagRun.backfill_id)
     )
     runs = {backfill_id: (left, last) for backfill_id, left, last in rows}
-    views = []
-    for backfill in backfills:
-        left, last = runs.get(backfill.id, (0, None))
-        done = backfill.cancelled_at or (last or backfill.created_at if not left else None)
-        views.append(BackfillView(backfill, done))
-    return views
+    return [BackfillView(b, _completed_at(b, *runs.get(b.id, (0, None)))) for b in backfills]
+
+
+def _completed_at(
+    backfill: Backfill, unfinished: int, last_end: dt.datetime | None
+) -> dt.datetime | None:
+    """When the backfill ended: cancelled, or its last run's end once none is left to run (a
+    backfill that created no run ended as it was made)."""
+    if backfill.cancelled_at is not None:
+        return backfill.cancelled_at
+    if unfinished:
+        return None
+    return last_end or backfill.created_at
 
 
 def list_backfills(
