@@ -14,11 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from state.models import (
     Asset,
+    AssetAlias,
     AssetAliasAsset,
     AssetDagRunQueue,
     AssetEvent,
@@ -43,12 +44,15 @@ class OutletEvent:
 
 @dataclass(frozen=True)
 class EventSource:
-    """The try an event comes from."""
+    """The try an event comes from; all None for one created by hand (``POST /assets/events``)."""
 
-    dag_id: str
-    run_id: str
-    task_id: str
+    dag_id: str | None
+    run_id: str | None
+    task_id: str | None
     map_index: int = -1
+
+
+BY_HAND = EventSource(None, None, None)
 
 
 def sync_references(
@@ -63,10 +67,24 @@ def sync_references(
     )
     rows = [{"dag_id": dag_id, "reference": ref} for ref in sorted(wanted)]
     insert_missing(session, DagAssetReference, rows, ["dag_id", "reference"])
+    register_aliases(session, [ref.removeprefix("alias:") for ref in wanted if ref[:6] == "alias:"])
     named = [event for event in known] + [
         OutletEvent(ref.removeprefix("asset:")) for ref in wanted if ref.startswith("asset:")
     ]
     asset_ids(session, named)
+    _name_assets(session, known)
+
+
+def _name_assets(session: Session, outlets: Iterable[OutletEvent]) -> None:
+    """Give the name an outlet declares to its asset if a schedule created it nameless (a
+    schedule names an asset by URI only, and the DAG on it may sync before its producer)."""
+    for outlet in outlets:
+        if outlet.name and outlet.name != outlet.uri:
+            session.execute(
+                update(Asset)
+                .where(Asset.uri == outlet.uri, Asset.name == Asset.uri)
+                .values(name=outlet.name)
+            )
 
 
 def asset_ids(session: Session, assets: Sequence[OutletEvent]) -> dict[str, int]:
@@ -90,9 +108,15 @@ def asset_ids(session: Session, assets: Sequence[OutletEvent]) -> dict[str, int]
     return {uri: asset_id for uri, asset_id in found}
 
 
+def register_aliases(session: Session, names: Iterable[str]) -> None:
+    """Give each alias of ``names`` its id (the REST API names aliases by id)."""
+    rows = [{"name": name, "group": "asset"} for name in sorted(set(names))]
+    insert_missing(session, AssetAlias, rows, ["name"])
+
+
 def record_events(
     session: Session, source: EventSource, events: Sequence[OutletEvent], at: dt.datetime
-) -> int:
+) -> list[AssetEvent]:
     """Write ``events`` of one try and queue their assets for the DAGs waiting on them."""
     ids = asset_ids(session, events)
     rows = []
@@ -115,8 +139,9 @@ def record_events(
     latest = {row.asset_id: row.id for row in rows}
     resolved = [{"alias_name": e.alias, "asset_id": ids[e.uri]} for e in events if e.alias]
     insert_missing(session, AssetAliasAsset, resolved, ["alias_name", "asset_id"])
+    register_aliases(session, [e.alias for e in events if e.alias])
     _queue_for_consumers(session, events, ids, latest, at)
-    return len(events)
+    return rows
 
 
 def _queue_for_consumers(

@@ -321,6 +321,48 @@ class AssetStateValue(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class AssetAlias(Base):
+    """An alias some DAG waits on or some try emitted through, keyed by its name."""
+
+    __tablename__ = "asset_alias"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(1500), unique=True)
+    group: Mapped[str] = mapped_column(String(1500), default="asset")
+
+
+class Backfill(Base):
+    """A backfill of one DAG over a date range: its runs are linked by ``BackfillDagRun``.
+
+    ``completed_at`` is stored only when the backfill is cancelled; otherwise it is derived
+    from its runs (the last end, once none is left unfinished).
+    """
+
+    __tablename__ = "backfill"
+    __table_args__ = (Index("ix_backfill_dag_id", "dag_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dag_id: Mapped[str] = mapped_column(String(250))
+    from_date: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    to_date: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    dag_run_conf: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    is_paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    max_active_runs: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    cancelled_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class BackfillDagRun(Base):
+    """A run a backfill created (``dag_run.id``): one row per run, a run in one backfill."""
+
+    __tablename__ = "backfill_dag_run"
+    __table_args__ = (Index("ix_backfill_dag_run_backfill_id", "backfill_id"),)
+
+    dag_run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    backfill_id: Mapped[int] = mapped_column(Integer)
+
+
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a
 # try's end, a scheduling pass): they skip the ORM's compile and execute layers.
 TI_TABLE: Table = TaskInstance.__table__  # type: ignore[assignment]

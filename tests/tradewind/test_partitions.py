@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from scheduler.backfill import InvalidBackfill, intervals_in
+from state.backfills import InvalidBackfill, intervals_in
 from tradewind import (
     DAG,
     AllowedKeyMapper,
