@@ -135,6 +135,8 @@ class DagStructure(_Frozen):
     description: str | None = None
     doc_md: str | None = None
     display_name: str | None = None
+    # A PartitionedAssetTimetable's mappers (tradewind/partition_specs.py): runs per partition.
+    partition_mappers: Mapping[str, Any] | None = None
 
     @cached_property
     def memo(self) -> dict[Any, Any]:

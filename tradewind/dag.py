@@ -20,6 +20,7 @@ from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.assets import InvalidAsset, condition_of, outlets_structure
 from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
+from tradewind.partition_specs import partition_mappers_of
 from tradewind.partitions import time_schedule_of
 from tradewind.setup_teardown import control_flow_structure
 from tradewind.task import Task, check_default_args
@@ -60,6 +61,7 @@ class DAG:
         self.schedule = schedule
         try:
             plain = time_schedule_of(schedule)  # a partition timetable, as a plain schedule
+            self._partition_mappers = partition_mappers_of(schedule)
             self.asset_condition = condition_of(plain)
             self._schedule_text = None if self.asset_condition else parse_schedule(plain)
         except (InvalidSchedule, InvalidAsset) as error:
@@ -162,6 +164,8 @@ class DAG:
             "display_name": self.dag_display_name,
             "tasks": {tid: _task_structure(self.tasks[tid]) for tid in self.topological_order()},
             "groups": {gid: group.structure() for gid, group in self.task_groups.items()},
+            # Only a partitioned DAG has the key: the others keep their version hashes.
+            **({"partition_mappers": self._partition_mappers} if self._partition_mappers else {}),
         }
 
     def version_hash(self) -> str:
