@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from api.models.dag_runs import dag_run_response
 from broker_config import message_of
 from scheduler import loop
 from scheduler.asset_runs import create_asset_triggered_runs
@@ -24,6 +25,7 @@ from state.db import session_scope
 from state.models import DagRun, PartitionDagRun, PartitionEventQueue
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
+from tradewind.cli.runs import run_record
 from worker.execute import execute
 
 DAGS = """
@@ -129,6 +131,9 @@ def test_hourly_partitions_roll_up_into_one_daily_run_once_the_day_is_whole(home
     assert keys_of(home, "daily") == ["2026-06-14"]
     daily = run_of(home, "daily", "2026-06-14")
     assert (daily.run_id, daily.run_type) == ("asset_triggered__2026-06-14", "asset_triggered")
+    assert run_record(daily)["partition_key"] == "2026-06-14"  # tradewind runs show
+    response = dag_run_response(daily)  # the API's DAGRunResponse
+    assert (response.partition_key, response.triggered_by) == ("2026-06-14", "asset")
     run_all(home, daily.id)
     report = json.loads(home.xcoms(daily.id)[("report", "return_value")])
     assert report == ["2026-06-14", "2026-06-14", "2026-06-14 00:00:00+00:00"]
