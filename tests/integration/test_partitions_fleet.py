@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from state.db import session_scope
+from state.db import get_engine, session_scope
 from state.models import DagRun, PartitionDagRun, PartitionEventQueue
+from state.partitions import Contribution, KeyedEvent, claim_partition, record_contributions
 from tests.integration.conftest import Fleet
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -89,3 +92,38 @@ def test_a_refused_key_is_one_line_and_the_other_keys_and_dags_go_on(fleet: Flee
 def _queue_empty(fleet: Fleet) -> bool:
     with session_scope(fleet.url) as session:
         return session.scalars(select(PartitionEventQueue)).first() is None
+
+
+def test_two_schedulers_mapping_one_key_at_once_make_one_row_and_one_claim(
+    make_fleet: Callable[..., Fleet],
+) -> None:
+    """Past the DAG row lock (as if two schedulers read the DAG at once): the unique key of
+    ``partition_dag_run`` makes the second insert wait and do nothing, and the conditional
+    claim gives the row one run only."""
+    url = make_fleet(DAGS).url
+    event = KeyedEvent(1, 1, "s3://stats/hourly", "s3://stats/hourly", DAY[0])
+    mapped = [Contribution("2026-06-14", event)]
+    first = Session(get_engine(url))
+    record_contributions(first, "daily", mapped, [])  # holds the new key's row, uncommitted
+    with ThreadPoolExecutor(1) as pool:
+        second = pool.submit(_record_in_own_session, url, mapped)
+        first.commit()
+        second.result(timeout=60)
+    first.close()
+    with session_scope(url) as session:
+        (row_id,) = session.scalars(select(PartitionDagRun.id)).all()
+    with Session(get_engine(url)) as one, ThreadPoolExecutor(1) as pool:
+        won = claim_partition(one, row_id, "run_a")
+        other = pool.submit(_claim_in_own_session, url, row_id)  # waits on the row's lock
+        one.commit()
+        assert (won, other.result(timeout=60)) == (True, False)
+
+
+def _record_in_own_session(url: str, mapped: list[Contribution]) -> None:
+    with session_scope(url) as session:
+        record_contributions(session, "daily", mapped, [])
+
+
+def _claim_in_own_session(url: str, row_id: int) -> bool:
+    with session_scope(url) as session:
+        return claim_partition(session, row_id, "run_b")
