@@ -1,15 +1,19 @@
-"""Partitioned assets (Airflow 3.3): partition timetables, partition mappers and their windows.
+"""Partitioned assets (Airflow 3.3): partition timetables and partition mappers.
 
 ``CronPartitionTimetable`` runs on a cron schedule, each run one partition of its outlets;
-``PartitionedAssetTimetable`` schedules on assets as a condition does; ``PartitionedAtRuntime``
-leaves the keys to the task (``outlet_events[asset].add_partitions(...)``). A mapper turns an
-upstream partition key into the downstream one (``to_downstream``), as pure functions.
+``PartitionedAssetTimetable`` schedules on assets, a run per downstream partition key;
+``PartitionedAtRuntime`` leaves the keys to the task (``outlet_events[asset].add_partitions``).
+A mapper turns an upstream partition key into the downstream one (``to_downstream``), or into
+several (``FanOutMapper``, one per member of its window); a ``RollupMapper`` also says which
+upstream keys make a downstream key whole (``expected``, from its window,
+``tradewind/partition_windows.py``). All pure functions: the scheduler calls them
+(``scheduler/partition_runs.py``) on mappers rebuilt from the DAG's stored structure
+(``tradewind/partition_specs.py``), and a key a mapper refuses raises ``InvalidAsset`` with the
+one line the scheduler logs.
 
 A ``CronPartitionTimetable`` DAG's scheduled run is the partition of its logical date
-(``run_partition_key``): its asset outlets' events carry that key. What Tradewind does not do
-yet: a downstream run per *aligned* partition key. A partitioned
-asset schedule creates a run when its asset condition holds, like any asset schedule, and the
-mappers are stored with the DAG's structure for display (docs/airflow-compatibility.md).
+(``run_partition_key``); a ``PartitionedAssetTimetable`` DAG's run stores its key
+(``dag_run.partition_key``). Either way its asset outlets' events carry that key.
 """
 
 from __future__ import annotations
