@@ -22,7 +22,7 @@ from scheduler import loop
 from scheduler.asset_runs import create_asset_triggered_runs
 from scheduler.partition_runs import partition_run_id
 from state.db import session_scope
-from state.models import DagRun, PartitionDagRun, PartitionEventQueue
+from state.models import DagRun, PartitionDagRun, PartitionEventQueue, PartitionKeyLog, utcnow
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
 from tradewind.cli.runs import run_record
@@ -210,3 +210,36 @@ def test_a_partition_run_id_is_the_key_made_safe_for_a_path() -> None:
     assert partition_run_id("us|2026-06-14", 3) == "asset_triggered__us%7C2026-06-14"
     assert partition_run_id("a/b", 3) != partition_run_id("a_b", 4)
     assert partition_run_id("x" * 300, 7) == "asset_triggered__partition_7"
+
+
+def test_rows_left_by_an_older_mapper_are_told_and_never_break_the_pass(
+    home: Home, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A DAG whose mapper changed keeps the rows mapped by the old one: a rollup cannot read
+    its window from such a key (one line, no run), another mapper runs it without a date."""
+    emit(home, "emit_hourly", DAY[:1])
+    create_asset_triggered_runs(home.url)
+    with session_scope(home.url) as session:
+        (event_id,) = session.scalars(select(PartitionKeyLog.asset_event_id).distinct()).all()
+        asset_id = session.scalars(select(PartitionKeyLog.asset_id)).first()
+        for dag_id, key in (("daily", "2026-06-14T03"), ("per_hour", "legacy")):
+            row = PartitionDagRun(target_dag_id=dag_id, partition_key=key, ready_at=utcnow())
+            session.add(row)
+            session.flush()
+            session.add(
+                PartitionKeyLog(
+                    partition_run_id=row.id,
+                    asset_event_id=event_id,
+                    asset_id=asset_id,
+                    source_partition_key=DAY[0],
+                )
+            )
+    caplog.clear()
+    create_asset_triggered_runs(home.url)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "DAG daily: partition '2026-06-14T03' not checked: StartOfDayMapper: downstream key "
+        "'2026-06-14T03' is not '%Y-%m-%d'"
+    ]
+    assert "2026-06-14T03" not in keys_of(home, "daily")
+    assert run_of(home, "per_hour", "legacy").partition_date is None
