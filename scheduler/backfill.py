@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from state.models import DagModel, DagRun
 from state.runs import UnknownDag, create_run
 from state.structure import structure_of
+from tradewind.partitions import cron_partition
 from tradewind.timetables import Interval, timetable_of
 
 BACKFILL = "backfill"
@@ -77,6 +78,14 @@ def create_backfill(
         if interval[1] in taken:
             existing.append(run_id)
             continue
-        create_run(session, dag_id, run_id=run_id, run_type=BACKFILL, data_interval=interval)
+        partition = cron_partition(interval[1]) if structure.partitioned_by_cron else None
+        create_run(
+            session,
+            dag_id,
+            run_id=run_id,
+            run_type=BACKFILL,
+            data_interval=interval,
+            partition=partition,
+        )
         created.append(run_id)
     return Backfilled(created, existing)

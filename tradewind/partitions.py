@@ -353,4 +353,9 @@ def run_partition_key(schedule: Any, run_type: str, logical_date: dt.datetime | 
     scheduled (or backfilled) runs; None for any other run."""
     if not isinstance(schedule, CronPartitionTimetable) or logical_date is None:
         return None
-    return logical_date.strftime(KEY_FORMAT) if run_type in ("scheduled", "backfill") else None
+    return cron_partition(logical_date)[0] if run_type in ("scheduled", "backfill") else None
+
+
+def cron_partition(logical_date: dt.datetime) -> tuple[str, dt.datetime]:
+    """The key and date of a ``CronPartitionTimetable`` DAG's run of ``logical_date``."""
+    return logical_date.strftime(KEY_FORMAT), logical_date
