@@ -24,14 +24,13 @@ from state.assets import (
     OutletEvent,
     alias_resolutions,
     consume,
-    dags_with_queued_assets,
     queued_assets,
     sync_references,
 )
 from state.db import session_scope
 from state.enums import DagRunState
 from state.models import DagModel, DagRun, utcnow
-from state.partitions import dags_with_ready_partitions, drop_keyed_events
+from state.partitions import dags_with_work, drop_keyed_events
 from state.runs import create_run
 from state.structure import structure_of
 from tradewind.assets import evaluate, references
@@ -58,7 +57,7 @@ def create_asset_triggered_runs(url: str, now: dt.datetime | None = None) -> lis
     """Create a run for each DAG whose asset condition holds over its queued updates (for a
     partitioned DAG, a run for each partition that is complete)."""
     with session_scope(url) as session:
-        waiting = sorted({*dags_with_queued_assets(session), *dags_with_ready_partitions(session)})
+        waiting = dags_with_work(session)
     created: list[str] = []
     for dag_id in waiting:
         with session_scope(url) as session:

@@ -173,12 +173,6 @@ def _queue_for_consumers(
     )
 
 
-def dags_with_queued_assets(session: Session) -> list[str]:
-    """The DAGs that have asset updates they have not consumed yet."""
-    query = select(AssetDagRunQueue.target_dag_id).distinct().order_by("target_dag_id")
-    return list(session.scalars(query))
-
-
 @dataclass(frozen=True)
 class Queued:
     """An asset on a DAG's queue, and the latest event that put it there."""

@@ -15,10 +15,17 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, or_, select, union, update
 from sqlalchemy.orm import Session
 
-from state.models import Asset, AssetEvent, PartitionDagRun, PartitionEventQueue, PartitionKeyLog
+from state.models import (
+    Asset,
+    AssetDagRunQueue,
+    AssetEvent,
+    PartitionDagRun,
+    PartitionEventQueue,
+    PartitionKeyLog,
+)
 from state.upserts import insert_missing
 
 
@@ -160,14 +167,14 @@ def claim_partition(session: Session, row_id: int, run_id: str) -> bool:
     return bool(claimed.rowcount)  # type: ignore[attr-defined]
 
 
-def dags_with_ready_partitions(session: Session) -> list[str]:
-    """The DAGs with a partition whose condition held while its run could not be created."""
-    query = (
-        select(PartitionDagRun.target_dag_id)
-        .where(PartitionDagRun.run_id.is_(None), PartitionDagRun.ready_at.is_not(None))
-        .distinct()
+def dags_with_work(session: Session) -> list[str]:
+    """The DAGs with asset updates they have not consumed, or with a partition whose condition
+    held while its run could not be created: one statement, as an idle loop's only one."""
+    ready = select(PartitionDagRun.target_dag_id).where(
+        PartitionDagRun.run_id.is_(None), PartitionDagRun.ready_at.is_not(None)
     )
-    return list(session.scalars(query))
+    query = union(select(AssetDagRunQueue.target_dag_id), ready)
+    return sorted(session.scalars(select(query.subquery().c[0])))
 
 
 def drop_keyed_events(session: Session, dag_id: str) -> None:
