@@ -24,6 +24,7 @@ from state.models import (
     AssetDagRunQueue,
     AssetEvent,
     DagAssetReference,
+    PartitionEventQueue,
     utcnow,
 )
 from state.upserts import insert_for, insert_missing
@@ -137,10 +138,11 @@ def record_events(
     session.add_all(rows)
     session.flush()  # the events' ids: the queue keeps the latest of each asset
     latest = {row.asset_id: row.id for row in rows}
+    keyed = [(row.asset_id, row.id) for row in rows if row.partition_key is not None]
     resolved = [{"alias_name": e.alias, "asset_id": ids[e.uri]} for e in events if e.alias]
     insert_missing(session, AssetAliasAsset, resolved, ["alias_name", "asset_id"])
     register_aliases(session, [e.alias for e in events if e.alias])
-    _queue_for_consumers(session, events, ids, latest, at)
+    _queue_for_consumers(session, events, ids, latest, at, keyed)
     return rows
 
 
@@ -150,6 +152,7 @@ def _queue_for_consumers(
     ids: Mapping[str, int],
     latest: Mapping[int, int],
     at: dt.datetime,
+    keyed: Sequence[tuple[int, int]],
 ) -> None:
     by_reference: dict[str, set[int]] = {}
     for event in events:
@@ -161,7 +164,16 @@ def _queue_for_consumers(
         select(DagAssetReference.dag_id, DagAssetReference.reference).where(
             DagAssetReference.reference.in_(list(by_reference))
         )
-    )
+    ).all()
+    # Each event with a partition key, for every DAG waiting on its asset: a partitioned DAG
+    # maps them one by one (scheduler/partition_runs.py); any other drops them with its queue.
+    partitioned = [
+        {"target_dag_id": dag_id, "asset_event_id": event_id}
+        for dag_id, reference in consumers
+        for asset_id, event_id in keyed
+        if asset_id in by_reference[reference]
+    ]
+    insert_missing(session, PartitionEventQueue, partitioned, ["target_dag_id", "asset_event_id"])
     rows = [
         {
             "target_dag_id": dag_id,
@@ -184,12 +196,6 @@ def _queue_for_consumers(
             set_={"last_event_id": statement.excluded.last_event_id},
         )
     )
-
-
-def dags_with_queued_assets(session: Session) -> list[str]:
-    """The DAGs that have asset updates they have not consumed yet."""
-    query = select(AssetDagRunQueue.target_dag_id).distinct().order_by("target_dag_id")
-    return list(session.scalars(query))
 
 
 @dataclass(frozen=True)

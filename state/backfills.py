@@ -25,6 +25,7 @@ from state.paging import Page, page_of
 from state.run_listing import NotFound
 from state.runs import create_run, get_dag_model
 from state.structure import structure_of
+from tradewind.partitions import cron_partition
 from tradewind.timetables import Interval, timetable_of
 
 BACKFILL = "backfill"
@@ -66,6 +67,7 @@ class BackfillPlan:
     intervals: list[Interval]
     existing: list[str]
     max_active_runs: int
+    partitioned_by_cron: bool = False  # each run is the partition of its interval's end
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,12 @@ def plan_backfill(session: Session, request: BackfillRequest) -> BackfillPlan:
             existing.append(backfill_run_id(interval))
         else:
             intervals.append(interval)
-    return BackfillPlan(intervals, existing, request.max_active_runs or structure.max_active_runs)
+    return BackfillPlan(
+        intervals,
+        existing,
+        request.max_active_runs or structure.max_active_runs,
+        structure.partitioned_by_cron,
+    )
 
 
 def create_backfill(session: Session, request: BackfillRequest) -> Backfilled:
@@ -138,7 +145,10 @@ def create_backfill(session: Session, request: BackfillRequest) -> Backfilled:
     created = []
     for interval in plan.intervals:
         run_id = backfill_run_id(interval)
-        run = create_run(session, request.dag_id, run_id, request.conf, BACKFILL, interval)
+        partition = cron_partition(interval[1]) if plan.partitioned_by_cron else None
+        run = create_run(
+            session, request.dag_id, run_id, request.conf, BACKFILL, interval, partition
+        )
         session.add(BackfillDagRun(dag_run_id=run.id, backfill_id=backfill.id))
         created.append(run_id)
     session.flush()

@@ -114,6 +114,9 @@ class DagRun(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     start_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     end_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The partition this run is, for a partitioned DAG (scheduler/partition_runs.py).
+    partition_key: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    partition_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class TaskInstance(Base):
@@ -308,6 +311,46 @@ class AssetDagRunQueue(Base):
     # The latest event that queued it: a run consumes the row only up to the event it read.
     last_event_id: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PartitionDagRun(Base):
+    """One downstream partition of a partitioned DAG: the asset events mapped to its key are
+    logged against it until its run is created. The unique key makes it one row, and so one
+    run, per DAG and partition key, whichever scheduler maps the events."""
+
+    __tablename__ = "partition_dag_run"
+    __table_args__ = (UniqueConstraint("target_dag_id", "partition_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    target_dag_id: Mapped[str] = mapped_column(String(250))
+    partition_key: Mapped[str] = mapped_column(String(250))
+    # Set with the run: a later event for the key is recorded, and creates no second run.
+    run_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    # When its condition held but the run could not be created yet (max_active_runs).
+    ready_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PartitionEventQueue(Base):
+    """An event carrying a partition key that a DAG scheduled on its asset has not mapped yet:
+    one row per event, so none is skipped when ends commit out of id order."""
+
+    __tablename__ = "partition_event_queue"
+
+    target_dag_id: Mapped[str] = mapped_column(String(250), primary_key=True)
+    asset_event_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+
+
+class PartitionKeyLog(Base):
+    """An asset event mapped to a downstream partition, with the upstream key it carried: what
+    a rollup counts against its window."""
+
+    __tablename__ = "partition_key_log"
+
+    partition_run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    asset_event_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    asset_id: Mapped[int] = mapped_column(Integer)
+    source_partition_key: Mapped[str] = mapped_column(String(250))
 
 
 class AssetStateValue(Base):
