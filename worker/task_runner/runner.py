@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection
 from types import CoroutineType, FrameType, FunctionType
 from typing import Any, NoReturn
 
+from tradewind import xcom_values
 from tradewind.asset_events import asset_context, take_metadata
 from tradewind.connections import Connection
 from tradewind.context import set_current_context
@@ -88,11 +89,12 @@ class Client:
     def get_xcom(self, task_id: str, key: str, map_index: int | None) -> Any:
         reply = self.request(p.GetXCom(task_id=task_id, key=key, map_index=map_index))
         assert isinstance(reply, p.XComResult)
-        return self.xcoms.value(reply, task_id, key, map_index)
+        return xcom_values.decode(self.xcoms.value(reply, task_id, key, map_index))
 
     def set_xcom(self, key: str, value: Any) -> None:
         # The backend runs here; the supervisor gets the row and stores it as given.
-        self.request(p.SetXCom(key=key, value=self.xcoms.row(key, value)))
+        row = self.xcoms.row(key, xcom_values.encode(value))
+        self.request(p.SetXCom(key=key, value=row))
 
     def get_connection(self, conn_id: str) -> Connection:
         return connection_of(self.request(p.GetConnection(conn_id=conn_id)))
@@ -367,7 +369,7 @@ def push_result(client: Client, task: Task, result: Any) -> None:
         if is_expanded(task):  # a map index's None keeps its place in the downstream list
             client.set_xcom(RETURN_VALUE, None)
         return
-    check_serializable(task.task_id, result)
+    check_serializable(task.task_id, xcom_values.encode(result))
     check_mappable(task, result)
     if task.options.multiple_outputs:
         if not isinstance(result, dict) or not all(isinstance(k, str) for k in result):
