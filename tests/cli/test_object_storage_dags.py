@@ -28,7 +28,8 @@ base = ObjectStoragePath("s3://s3_test@{bucket}/")  # at parse time: no connecti
 def write() -> ObjectStoragePath:
     base.mkdir(exist_ok=True)  # makes the bucket, as Airflow's tutorial does
     path = base / "reports" / "day.txt"
-    path.write_text("written by write")
+    with path.open("wb") as file:
+        file.write(b"written by write")
     return path
 
 
@@ -37,6 +38,8 @@ def read(path: ObjectStoragePath) -> str:
     print("read got", type(path).__name__, path.conn_id, path.bucket, path.key)
     text = path.read_text()
     print("read text:", text)
+    # What the tutorial hands duckdb: the filesystem, with the connection's credentials.
+    print("through fs:", path.protocol, path.fs.cat_file(path.path).decode())
     return text
 
 
@@ -112,6 +115,7 @@ def test_a_path_written_by_one_task_is_read_by_the_next_through_its_xcom(
     assert "read got ObjectStoragePath s3_test tw-" in output
     assert "reports/day.txt" in output
     assert "read text: written by write" in output
+    assert "through fs: s3 written by write" in output
     assert "copied: s3://s3_test@tw-" in output and "/kept/day.txt written by write" in output
     assert f"copied: file://{objects_env.home.parent}/local/day.txt written by write" in output
     assert "by keyword: written by write" in output
