@@ -69,13 +69,18 @@ class Client:
         return self._broken
 
     def request(self, message: p._Message | p.PreEncoded) -> p._Message:
+        return self.exchange(message)[0]
+
+    def exchange(self, message: p._Message | p.PreEncoded) -> tuple[p._Message, bytes]:
+        """The reply to ``message``, and the frame it came in."""
         with self._lock:
             if self._broken:
                 raise RequestFailed("the channel broke during an earlier request")
             self._next_id += 1
             try:
                 self._comms.sendall(_frame(message, self._next_id))
-                reply = p.TO_TASK.validate_json(p.read_frame(self._comms))
+                frame = p.read_frame(self._comms)
+                reply = p.TO_TASK.validate_json(frame)
             except BaseException:
                 # Half a frame sent or read (SIGTERM, an interrupt): the next reply read
                 # would belong to this request, so no request may follow.
@@ -83,13 +88,17 @@ class Client:
                 raise
         if isinstance(reply, p.ErrorResponse):
             raise RequestFailed(reply.error)
-        return reply
+        return reply, frame
 
     # --- SupervisorClient ---
     def get_xcom(self, task_id: str, key: str, map_index: int | None) -> Any:
-        reply = self.request(p.GetXCom(task_id=task_id, key=key, map_index=map_index))
+        reply, frame = self.exchange(p.GetXCom(task_id=task_id, key=key, map_index=map_index))
         assert isinstance(reply, p.XComResult)
-        return xcom_values.decode(self.xcoms.value(reply, task_id, key, map_index))
+        value = self.xcoms.value(reply, task_id, key, map_index)
+        # Walking a large value costs as much as parsing it: only one that may hold a path is.
+        if xcom_values.TYPE_KEY.encode() in frame or not self.xcoms.rows_are_values:
+            value = xcom_values.decode(value)
+        return value
 
     def set_xcom(self, key: str, value: Any) -> None:
         # The backend runs here; the supervisor gets the row and stores it as given.
