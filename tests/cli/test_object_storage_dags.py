@@ -105,10 +105,17 @@ def output_of(done: subprocess.CompletedProcess[str]) -> str:
     return done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("backend", ["sql", "object_storage"])
 def test_a_path_written_by_one_task_is_read_by_the_next_through_its_xcom(
-    objects_env: CliEnv, run_cli: RunCli
+    objects_env: CliEnv, run_cli: RunCli, backend: str
 ) -> None:
-    done = run_cli("dags", "test", "objects_pass", timeout=180)
+    # With the object-storage backend and no threshold, every XCom is an object of its own.
+    xcoms = {
+        "TRADEWIND_XCOM_BACKEND": backend,
+        "TRADEWIND_OBJECT_STORAGE_URL": f"file://{objects_env.home}/xcoms",
+        "TRADEWIND_XCOM_OBJECT_THRESHOLD_BYTES": "0",
+    }
+    done = run_cli("dags", "test", "objects_pass", extra_env=xcoms, timeout=180)
     output = output_of(done)
 
     assert done.returncode == 0, output
