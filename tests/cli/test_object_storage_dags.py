@@ -126,6 +126,8 @@ def test_a_path_written_by_one_task_is_read_by_the_next_through_its_xcom(
     assert "copied: s3://s3_test@tw-" in output and "/kept/day.txt written by write" in output
     assert f"copied: file://{objects_env.home.parent}/local/day.txt written by write" in output
     assert "by keyword: written by write" in output
+    stored = list((objects_env.home / "xcoms").rglob("return_value"))
+    assert len(stored) == (3 if backend == "object_storage" else 0)  # write, read, copy_out
 
 
 def test_a_missing_object_fails_the_task_in_one_line(objects_env: CliEnv, run_cli: RunCli) -> None:
