@@ -59,6 +59,18 @@ def show(paths: list) -> None:
 
 
 @task
+def named(name: str) -> ObjectStoragePath:
+    path = ObjectStoragePath("s3://s3_test@{bucket}/items") / name
+    path.write_text(name)
+    return path
+
+
+@task
+def read_all(paths: list) -> None:
+    print("items:", [(type(p).__name__, p.read_text()) for p in paths])
+
+
+@task
 def read_missing(path: ObjectStoragePath) -> str:
     return (path.parent / "absent.txt").read_text()
 
@@ -68,6 +80,7 @@ def objects_pass():
     written = write()
     read(written)
     show(copy_out(written))
+    read_all(named.iterate(name=["a", "b"]))  # through the iterable task's checkpoints too
 
 
 @dag(dag_id="objects_missing")
@@ -126,8 +139,9 @@ def test_a_path_written_by_one_task_is_read_by_the_next_through_its_xcom(
     assert "copied: s3://s3_test@tw-" in output and "/kept/day.txt written by write" in output
     assert f"copied: file://{objects_env.home.parent}/local/day.txt written by write" in output
     assert "by keyword: written by write" in output
+    assert "items: [('ObjectStoragePath', 'a'), ('ObjectStoragePath', 'b')]" in output
     stored = list((objects_env.home / "xcoms").rglob("return_value"))
-    assert len(stored) == (3 if backend == "object_storage" else 0)  # write, read, copy_out
+    assert len(stored) == (4 if backend == "object_storage" else 0)  # write, read, copy_out, named
 
 
 def test_a_missing_object_fails_the_task_in_one_line(objects_env: CliEnv, run_cli: RunCli) -> None:

@@ -378,7 +378,7 @@ def push_result(client: Client, task: Task, result: Any) -> None:
         if is_expanded(task):  # a map index's None keeps its place in the downstream list
             client.set_xcom(RETURN_VALUE, None)
         return
-    check_serializable(task.task_id, xcom_values.encode(result))
+    check_serializable(task.task_id, result)
     check_mappable(task, result)
     if task.options.multiple_outputs:
         if not isinstance(result, dict) or not all(isinstance(k, str) for k in result):
@@ -392,8 +392,9 @@ def push_result(client: Client, task: Task, result: Any) -> None:
 
 
 def check_serializable(task_id: str, value: Any) -> None:
+    """``value`` can be an XCom: JSON once its paths are encoded (``tradewind/xcom_values.py``)."""
     try:
-        json.dumps(value, allow_nan=False)
+        json.dumps(xcom_values.encode(value), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise TypeError(
             f"task {task_id} returned a value that cannot be stored as JSON: "
