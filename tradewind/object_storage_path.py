@@ -25,6 +25,7 @@ from fsspec import AbstractFileSystem
 from upath.extensions import ProxyUPath
 
 from tradewind.connections import Connection
+from tradewind.context import get_current_context
 from tradewind.storage_options import storage_options
 
 #: The ``__tradewind_type__`` of a path in an XCom, and the version of its fields.
@@ -49,12 +50,13 @@ class ConnectedFileSystem:
     def resolve(self) -> AbstractFileSystem:
         if self._fs is None:
             try:
-                connection = Connection.get(self.conn_id)
-            except RuntimeError as error:  # not in a running task
+                get_current_context()
+            except RuntimeError:  # at parse time, or in a script: no supervisor to ask
                 raise RuntimeError(
                     f"ObjectStoragePath: the connection {self.conn_id!r} is read inside a "
-                    f"running task only ({error})"
+                    "running task only, through its supervisor"
                 ) from None
+            connection = Connection.get(self.conn_id)
             given = storage_options(self.protocol_name, connection)
             self._fs = fsspec.filesystem(self.protocol_name, **{**given, **self.options})
         return self._fs

@@ -75,6 +75,16 @@ def read_missing(path: ObjectStoragePath) -> str:
     return (path.parent / "absent.txt").read_text()
 
 
+@task
+def unknown_connection() -> bool:
+    return ObjectStoragePath("s3://nobody@{bucket}/x").exists()
+
+
+@dag(dag_id="objects_unknown_connection")
+def objects_unknown_connection():
+    unknown_connection()
+
+
 @dag(dag_id="objects_pass")
 def objects_pass():
     written = write()
@@ -90,6 +100,7 @@ def objects_missing():
 
 objects_pass()
 objects_missing()
+objects_unknown_connection()
 """
 
 
@@ -151,3 +162,15 @@ def test_a_missing_object_fails_the_task_in_one_line(objects_env: CliEnv, run_cl
     assert done.returncode == 1, output
     assert "read_missing try 1: failed  FileNotFoundError:" in output
     assert "reports/absent.txt" in output
+
+
+def test_a_path_whose_connection_is_not_defined_fails_the_task_in_one_line(
+    objects_env: CliEnv, run_cli: RunCli
+) -> None:
+    done = run_cli("dags", "test", "objects_unknown_connection", timeout=180)
+
+    assert done.returncode == 1, output_of(done)
+    assert (
+        "unknown_connection try 1: failed  RequestFailed: connection 'nobody' is not defined"
+        in output_of(done)
+    )
