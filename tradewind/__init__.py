@@ -8,7 +8,7 @@ file written for Airflow runs with ``airflow.sdk`` replaced by ``tradewind``. A 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tradewind import bash as _bash
 from tradewind import sensors as _sensors
@@ -57,6 +57,7 @@ from tradewind.partitions import (
     StartOfYearMapper,
 )
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
+from tradewind.sensor_operator import BaseSensorOperator
 from tradewind.sensors import PokeReturnValue
 from tradewind.setup_teardown import setup, teardown
 from tradewind.state_store import NEVER_EXPIRE
@@ -64,6 +65,9 @@ from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
 from tradewind.trigger_rules import TriggerRule
 from tradewind.unsupported import missing_feature
+
+if TYPE_CHECKING:
+    from tradewind.object_storage_path import ObjectStoragePath
 
 # The task kinds Tradewind has, each in a module of its own (over task.py's refusals).
 task.bash, task.sensor, task.virtualenv = _bash.bash, _sensors.sensor, _venv.virtualenv  # type: ignore[attr-defined]
@@ -79,6 +83,7 @@ __all__ = [
     "AssetAll",
     "AssetAny",
     "BaseOperator",
+    "BaseSensorOperator",
     "BashOperator",
     "BranchError",
     "Connection",
@@ -95,6 +100,7 @@ __all__ = [
     "Metadata",
     "MinimumCount",
     "MonthWindow",
+    "ObjectStoragePath",
     "Param",
     "ParamValidationError",
     "PartitionMapper",
@@ -132,5 +138,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # `from tradewind import Asset` in a DAG file: say which feature is missing.
+    if name == "ObjectStoragePath":  # imported on first use: fsspec and upath cost a DAG file
+        from tradewind.object_storage_path import ObjectStoragePath
+
+        return ObjectStoragePath
+    # `from tradewind import AssetWatcher` in a DAG file: say which feature is missing.
     raise missing_feature(name, __name__)

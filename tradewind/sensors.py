@@ -1,6 +1,8 @@
-"""``@task.sensor``: a task that pokes until its function says it is done, as Airflow 3's sensors.
+"""Sensors: tasks that poke until they are done, as Airflow 3's ``@task.sensor`` and
+``BaseSensorOperator`` (``tradewind/sensor_operator.py``, which pokes with the same ``Poker``).
 
-The function returns a bool or a ``PokeReturnValue(is_done, xcom_value)``. In ``mode="poke"`` the
+The function (or the operator's ``poke(context)``) returns a bool or a
+``PokeReturnValue(is_done, xcom_value)``. In ``mode="poke"`` the
 task process pokes, sleeps ``poke_interval`` and pokes again, holding its worker slot all along.
 In ``mode="reschedule"`` a poke that is not done ends the try as ``up_for_reschedule`` with the
 next poke's time: the slot is free meanwhile, and the scheduler queues the same try again when
@@ -75,20 +77,27 @@ class SensorOptions:
 
 
 def sensor_options(
-    poke_interval: Any, timeout: Any, mode: str, soft_fail: bool, backoff: bool, max_wait: Any
+    poke_interval: Any,
+    timeout: Any,
+    mode: str,
+    soft_fail: bool,
+    backoff: bool,
+    max_wait: Any,
+    where: str = "@task.sensor",
 ) -> SensorOptions:
+    """The options checked; ``where`` names the sensor in an error (a decorator or a class)."""
     if mode not in ("poke", "reschedule"):
-        raise DagDefinitionError(f"@task.sensor: mode must be 'poke' or 'reschedule', got {mode!r}")
-    interval = as_timedelta(poke_interval, "@task.sensor poke_interval")
+        raise DagDefinitionError(f"{where}: mode must be 'poke' or 'reschedule', got {mode!r}")
+    interval = as_timedelta(poke_interval, f"{where} poke_interval")
     if interval is None or interval.total_seconds() <= 0:
-        raise DagDefinitionError(f"@task.sensor: poke_interval must be > 0, got {poke_interval!r}")
+        raise DagDefinitionError(f"{where}: poke_interval must be > 0, got {poke_interval!r}")
     return SensorOptions(
         poke_interval=interval,
-        timeout=as_timedelta(timeout, "@task.sensor timeout") or DEFAULT_TIMEOUT,
+        timeout=as_timedelta(timeout, f"{where} timeout") or DEFAULT_TIMEOUT,
         mode=mode,  # type: ignore[arg-type]
         soft_fail=bool(soft_fail),
         exponential_backoff=bool(backoff),
-        max_wait=as_timedelta(max_wait, "@task.sensor max_wait"),
+        max_wait=as_timedelta(max_wait, f"{where} max_wait"),
     )
 
 

@@ -11,8 +11,6 @@ _PARTITIONS = "partitioned assets"
 
 FEATURES = {
     "AssetWatcher": _ASSETS,
-    "ObjectStoragePath": "ObjectStoragePath (object storage paths)",
-    "BaseSensorOperator": "classic sensors (@task.sensor is supported)",
 }
 
 

@@ -23,7 +23,7 @@ from .conftest import CliEnv
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
 KINDS_DAG = """
-from tradewind import DAG, BashOperator, PokeReturnValue, task
+from tradewind import DAG, BaseSensorOperator, BashOperator, PokeReturnValue, task
 
 
 @task.bash(env={"GREETING": "hi"}, append_env=True)
@@ -100,6 +100,44 @@ with DAG("sensor_timeout"):
 
 with DAG("sensor_soft_fail"):
     never_soft()
+
+
+class CountingSensor(BaseSensorOperator):
+    template_fields = ("label",)
+
+    def __init__(self, *, label, needed=3, **kwargs):
+        super().__init__(**kwargs)
+        self.label = label
+        self.needed = needed
+
+    def poke(self, context):
+        store = context["task_state_store"]
+        pokes = (store.get("pokes") or 0) + 1
+        store.set("pokes", pokes)
+        print(f"{self.label} poke {pokes} in try {context['ti'].try_number} ({self.mode})")
+        if self.needed is None:
+            return False
+        return PokeReturnValue(is_done=pokes >= self.needed, xcom_value=f"ready after {pokes}")
+
+
+with DAG("classic_sensor_poke"):
+    show(CountingSensor(task_id="counted", label="{{ dag.dag_id }}", poke_interval=0.1).output)
+
+with DAG("classic_sensor_reschedule"):
+    show(
+        CountingSensor(
+            task_id="counted", label="resched", poke_interval=0.2, mode="reschedule"
+        ).output
+    )
+
+with DAG("classic_sensor_timeout"):
+    CountingSensor(task_id="stuck", label="stuck", needed=None, poke_interval=0.2, timeout=0.5)
+
+with DAG("classic_sensor_soft_fail"):
+    CountingSensor(
+        task_id="stuck_soft", label="soft", needed=None, poke_interval=0.2, timeout=0.5,
+        mode="reschedule", soft_fail=True,
+    )
 """
 
 VENV_DAG = """
@@ -213,6 +251,37 @@ def test_a_sensor_past_its_timeout_fails_in_one_line_or_skips_with_soft_fail(
     )
     assert soft.returncode == 0, output_of(soft)
     assert "never_soft try 1: skipped  sensor never_soft timed out" in output_of(soft)
+
+
+def test_a_classic_sensor_pokes_in_one_try_or_between_reschedules_and_pushes_its_value(
+    kinds_env: CliEnv, run_cli: RunCli
+) -> None:
+    poked = run_cli("dags", "test", "classic_sensor_poke", timeout=120)
+    rescheduled = run_cli("dags", "test", "classic_sensor_reschedule", timeout=120)
+
+    assert poked.returncode == 0, output_of(poked)
+    assert "classic_sensor_poke poke 3 in try 1 (poke)" in output_of(poked)  # a template field
+    assert "up_for_reschedule" not in output_of(poked)
+    assert "bash xcom: ready after 3" in output_of(poked)
+    assert rescheduled.returncode == 0, output_of(rescheduled)
+    assert "try 1 ended up_for_reschedule" in output_of(rescheduled)
+    assert "resched poke 3 in try 1 (reschedule)" in output_of(rescheduled)
+    assert "try 2" not in output_of(rescheduled)
+    assert "bash xcom: ready after 3" in output_of(rescheduled)
+
+
+def test_a_classic_sensor_past_its_timeout_fails_in_one_line_or_skips_with_soft_fail(
+    kinds_env: CliEnv, run_cli: RunCli
+) -> None:
+    failed = run_cli("dags", "test", "classic_sensor_timeout", timeout=120)
+    soft = run_cli("dags", "test", "classic_sensor_soft_fail", timeout=120)
+
+    assert failed.returncode == 1
+    assert "stuck try 1: failed  SensorTimeout: sensor stuck timed out: not done after" in (
+        output_of(failed)
+    )
+    assert soft.returncode == 0, output_of(soft)
+    assert "stuck_soft try 1: skipped  sensor stuck_soft timed out" in output_of(soft)
 
 
 def test_a_virtualenv_task_runs_in_a_venv_made_once_per_requirements(

@@ -1,5 +1,6 @@
 """Sensors in reschedule mode in a real fleet (PostgreSQL + Redis): between two pokes the try is
 ``up_for_reschedule`` and holds no slot, the next poke is the same try, and its timeout fails it.
+``@task.sensor`` and a ``BaseSensorOperator`` subclass (in both modes) alike.
 """
 
 from __future__ import annotations
@@ -20,9 +21,33 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 SENSOR_DAGS = """
 from pathlib import Path
 
-from tradewind import DAG, PokeReturnValue, task
+from tradewind import DAG, BaseSensorOperator, PokeReturnValue, task
 
 FOLDER = Path({folder!r})
+
+
+class MarkerSensor(BaseSensorOperator):
+    # Done once the file named marker exists in FOLDER; each poke touches <marker>.poked.
+
+    def __init__(self, *, marker, **kwargs):
+        super().__init__(**kwargs)
+        self.marker = marker
+
+    def poke(self, context):
+        (FOLDER / f"{{self.marker}}.poked").touch()
+        done = (FOLDER / self.marker).exists()
+        print(f"{{self.task_id}} poked in try {{context['ti'].try_number}}: done={{done}}")
+        return PokeReturnValue(is_done=done, xcom_value=f"{{self.mode}} opened")
+
+
+@task.sensor(poke_interval=0.2, timeout=120)
+def poked(marker):
+    return (FOLDER / f"{{marker}}.poked").exists()
+
+
+@task
+def mark(marker):
+    (FOLDER / marker).touch()
 
 
 @task.sensor(poke_interval=5, timeout=120, mode="reschedule", pool="one")
@@ -54,6 +79,17 @@ with DAG("reschedule_gate"):
 
 with DAG("reschedule_timeout"):
     never()
+
+with DAG("classic_poke"):
+    MarkerSensor(task_id="wait", marker="poke_marker", poke_interval=0.2, timeout=120)
+    poked("poke_marker") >> mark("poke_marker")
+
+with DAG("classic_reschedule"):
+    MarkerSensor(
+        task_id="wait", marker="resched_marker", poke_interval=5, timeout=120,
+        mode="reschedule", pool="one",
+    )
+    poked("resched_marker") >> mark.override(pool="one")("resched_marker")
 """
 
 
@@ -104,3 +140,18 @@ def test_a_rescheduled_sensor_past_its_timeout_fails_in_one_line(sensor_fleet) -
     assert never.error is not None and "\n" not in never.error
     assert never.error.startswith("SensorTimeout: sensor never timed out: not done after ")
     assert never.error.endswith("(timeout 2s)")
+
+
+@pytest.mark.parametrize("mode", ["poke", "reschedule"])
+def test_a_classic_sensor_pokes_until_done_in_one_try_in_either_mode(sensor_fleet, mode) -> None:
+    fleet = sensor_fleet
+    fleet.trigger(f"classic_{mode}", "r1")
+
+    assert fleet.wait_run(f"classic_{mode}", "r1", timeout=150) == "success"
+    wait = fleet.task_instances(f"classic_{mode}", "r1")["wait"]
+    assert (str(wait.state), wait.try_number, wait.error) == ("success", 1, None)
+    assert fleet.xcom(f"classic_{mode}", "r1", "wait") == f'"{mode} opened"'
+    log = (fleet.home / "logs" / f"classic_{mode}" / "r1" / "wait" / "-1" / "1.log").read_text()
+    assert "wait poked in try 1: done=False" in log
+    assert "wait poked in try 1: done=True" in log
+    assert ("try 1 ended up_for_reschedule" in log) is (mode == "reschedule")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tradewind import PokeReturnValue, task
+from tradewind import DAG, BaseSensorOperator, PokeReturnValue, task
 from tradewind.exceptions import DagDefinitionError
 from tradewind.sensors import sensor_options
 from tradewind.virtualenv import VenvSpec, function_source, needs_fresh_process
@@ -43,6 +43,48 @@ def test_sensor_backoff_doubles_the_wait_up_to_max_wait() -> None:
     options = sensor_options(2, 60, "poke", False, True, 10)
     assert [options.delay(n) for n in (1, 2, 3, 4)] == [2, 4, 8, 10]
     assert sensor_options(2, 60, "poke", False, False, None).delay(5) == 2
+
+
+class FileSensor(BaseSensorOperator):
+    template_fields = ("path",)
+
+    def __init__(self, *, path: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.path = path
+
+    def poke(self, context: dict[str, object]) -> bool:
+        return Path(self.path).exists()
+
+
+def test_a_classic_sensor_is_an_operator_with_the_sensor_options_in_airflow_units() -> None:
+    with DAG("classic_sensor"):
+        sensor = FileSensor(
+            task_id="wait", path="/tmp/x", poke_interval=2, timeout=30, mode="reschedule",
+            soft_fail=True, exponential_backoff=True, retries=1, pool="p",
+        )  # fmt: skip
+
+    assert (sensor.poke_interval, sensor.timeout, sensor.mode) == (2.0, 30.0, "reschedule")
+    assert sensor.soft_fail and sensor.exponential_backoff
+    assert (sensor.task.options.retries, sensor.task.options.pool) == (1, "p")
+
+
+class NoPoke(BaseSensorOperator):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: NoPoke(task_id="n"), "NoPoke must define poke"),
+        (lambda: FileSensor(task_id="f", path="p", mode="wait"), "FileSensor f: mode must be"),
+        (lambda: FileSensor(task_id="f", path="p", poke_interval=-1), "poke_interval must be"),
+        (lambda: FileSensor(task_id="f", path="p", email=["a"]), "argument 'email' is not"),
+    ],
+)
+def test_a_bad_classic_sensor_fails_the_import_in_one_line(make, message) -> None:
+    with DAG("bad_sensor"), pytest.raises(DagDefinitionError, match=message) as raised:
+        make()
+    assert "\n" not in str(raised.value)
 
 
 @task.virtualenv(requirements=[], system_site_packages=False)

@@ -12,6 +12,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tradewind import xcom_values
 from worker import protocol as p
 from worker.task_runner.runner import RequestFailed
 
@@ -60,7 +61,8 @@ class SupervisorCheckpointStore:
         return StoredBatches(dict(reply.batches), reply.marker)
 
     def write_batch(self, number: int, value: Any) -> None:
-        self._ask(p.WriteCheckpointBatch(number=number, value=value))
+        # An item's result kept in its JSON form: replayed, it reaches the XCom as it is.
+        self._ask(p.WriteCheckpointBatch(number=number, value=xcom_values.encode(value)))
 
     def write_marker(self, value: Any) -> None:
         self._ask(p.WriteCheckpointMarker(value=value))

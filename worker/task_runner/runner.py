@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection
 from types import CoroutineType, FrameType, FunctionType
 from typing import Any, NoReturn
 
+from tradewind import xcom_values
 from tradewind.asset_events import asset_context, take_metadata
 from tradewind.connections import Connection
 from tradewind.context import set_current_context
@@ -68,13 +69,18 @@ class Client:
         return self._broken
 
     def request(self, message: p._Message | p.PreEncoded) -> p._Message:
+        return self.exchange(message)[0]
+
+    def exchange(self, message: p._Message | p.PreEncoded) -> tuple[p._Message, bytes]:
+        """The reply to ``message``, and the frame it came in."""
         with self._lock:
             if self._broken:
                 raise RequestFailed("the channel broke during an earlier request")
             self._next_id += 1
             try:
                 self._comms.sendall(_frame(message, self._next_id))
-                reply = p.TO_TASK.validate_json(p.read_frame(self._comms))
+                frame = p.read_frame(self._comms)
+                reply = p.TO_TASK.validate_json(frame)
             except BaseException:
                 # Half a frame sent or read (SIGTERM, an interrupt): the next reply read
                 # would belong to this request, so no request may follow.
@@ -82,17 +88,22 @@ class Client:
                 raise
         if isinstance(reply, p.ErrorResponse):
             raise RequestFailed(reply.error)
-        return reply
+        return reply, frame
 
     # --- SupervisorClient ---
     def get_xcom(self, task_id: str, key: str, map_index: int | None) -> Any:
-        reply = self.request(p.GetXCom(task_id=task_id, key=key, map_index=map_index))
+        reply, frame = self.exchange(p.GetXCom(task_id=task_id, key=key, map_index=map_index))
         assert isinstance(reply, p.XComResult)
-        return self.xcoms.value(reply, task_id, key, map_index)
+        value = self.xcoms.value(reply, task_id, key, map_index)
+        # Walking a large value costs as much as parsing it: only one that may hold a path is.
+        if xcom_values.TYPE_KEY.encode() in frame or not self.xcoms.rows_are_values:
+            value = xcom_values.decode(value)
+        return value
 
     def set_xcom(self, key: str, value: Any) -> None:
         # The backend runs here; the supervisor gets the row and stores it as given.
-        self.request(p.SetXCom(key=key, value=self.xcoms.row(key, value)))
+        row = self.xcoms.row(key, xcom_values.encode(value))
+        self.request(p.SetXCom(key=key, value=row))
 
     def get_connection(self, conn_id: str) -> Connection:
         return connection_of(self.request(p.GetConnection(conn_id=conn_id)))
@@ -381,8 +392,9 @@ def push_result(client: Client, task: Task, result: Any) -> None:
 
 
 def check_serializable(task_id: str, value: Any) -> None:
+    """``value`` can be an XCom: JSON once its paths are encoded (``tradewind/xcom_values.py``)."""
     try:
-        json.dumps(value, allow_nan=False)
+        json.dumps(xcom_values.encode(value), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise TypeError(
             f"task {task_id} returned a value that cannot be stored as JSON: "

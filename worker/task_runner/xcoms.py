@@ -13,6 +13,7 @@ from tradewind.settings import get_settings
 from worker import protocol as p
 from worker.xcom.base import Lookups, XComAddress, XComBackend
 from worker.xcom.configured import make_backend
+from worker.xcom.sql import SqlXComBackend
 
 
 class _Client(Lookups, Protocol):
@@ -31,6 +32,11 @@ class TaskXComs:
         if self._backend is None:
             self._backend = make_backend(get_settings(), self._client)
         return self._backend
+
+    @property
+    def rows_are_values(self) -> bool:
+        """The backend keeps values in their rows (the default): a row is all there is to see."""
+        return type(self.backend) is SqlXComBackend
 
     def _address(self, task_id: str | None, key: str, map_index: int | None) -> XComAddress:
         details = self._client.details

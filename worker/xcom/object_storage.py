@@ -8,8 +8,8 @@ objects rather than leaving copies. A missing or unreadable object is an error n
 the URL string is never handed to the task in place of the value.
 
 Credentials: ``TRADEWIND_OBJECT_STORAGE_CONN_ID`` names a Connection (looked up through the
-supervisor): for ``s3://``, its login and password are the access key and secret, and its extra
-may hold ``endpoint_url``, ``region_name`` and ``storage_options`` (passed to fsspec as given).
+supervisor), read as ``tradewind/storage_options.py`` says (for ``s3://``: the login and password
+are the access key and secret; ``endpoint_url``, ``region_name`` in its extra).
 Without one, the filesystem's own defaults apply (for S3, the ``AWS_*`` environment variables).
 The state store's backend (``worker/state_store/object_storage.py``) is this class with its own
 prefix, reference key and words; ``configured_storage`` is the configuration both read.
@@ -26,10 +26,10 @@ from urllib.parse import quote
 import fsspec
 
 from tradewind.settings import SettingsError, needs_object_storage_url
+from tradewind.storage_options import storage_options
 from worker.xcom.base import Lookups, XComAddress, XComBackend, XComBackendError
 
 if TYPE_CHECKING:
-    from tradewind.connections import Connection
     from tradewind.settings import Settings
 
 REFERENCE_KEY = "__tradewind_xcom_object__"
@@ -145,21 +145,6 @@ def configured_storage(
     options: dict[str, Any] = {}
     if settings.object_storage_conn_id:
         connection = lookups.get_connection(settings.object_storage_conn_id)
-        options = storage_options(settings.object_storage_url, connection)
+        protocol = fsspec.utils.get_protocol(settings.object_storage_url)
+        options = storage_options(protocol, connection)
     return settings.object_storage_url, options
-
-
-def storage_options(url: str, connection: Connection) -> dict[str, Any]:
-    """fsspec options from a Connection: S3 credentials and endpoint, plus ``storage_options``."""
-    extra = dict(connection.extra or {})
-    options: dict[str, Any] = dict(extra.pop("storage_options", {}) or {})
-    if fsspec.utils.get_protocol(url) in ("s3", "s3a"):
-        if connection.login:
-            options["key"] = connection.login
-        if connection.password:
-            options["secret"] = connection.password
-        if extra.get("endpoint_url"):
-            options["endpoint_url"] = extra["endpoint_url"]
-        if extra.get("region_name"):
-            options.setdefault("client_kwargs", {})["region_name"] = extra["region_name"]
-    return options
