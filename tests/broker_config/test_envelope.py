@@ -66,7 +66,9 @@ def next_event(events: redis.client.PubSub) -> dict[str, Any] | None:
 def broker(redis_url: str) -> tuple[redis.Redis, redis.client.PubSub]:
     client = redis.Redis.from_url(redis_url)
     events = client.pubsub()
-    events.psubscribe("*celeryev*")
+    # Channels are server-wide: only this database's, or another fleet's events come in too.
+    database = client.connection_pool.connection_kwargs["db"]
+    events.psubscribe(f"/{database}.celeryev/*")
     events.get_message(timeout=5)  # the subscription's confirmation
     return client, events
 
