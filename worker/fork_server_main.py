@@ -15,7 +15,7 @@ finds its DAG file changed since its fork loads it itself. Once a taken task pro
 the server says ``TaskProcessExited`` with its exit code.
 
 A spare taken to stay warm is said with ``next_spare`` false: no spare is forked behind it (it
-would sit idle beside the warm process, ~14 MB) until the pool process sends ``ForkSpare``.
+would sit idle beside the warm process) until the pool process sends ``ForkSpare``.
 
 A spare started with ``then_wait`` (``TRADEWIND_TASK_PROCESS_REUSE``) may run several tries, each
 sent to it by the pool process on the spare's channel (``worker/task_runner/warm_loop.py``); the

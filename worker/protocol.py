@@ -391,7 +391,7 @@ class SpareTaken(_Message):
     pid: int
     fileloc: str
     # False when the spare stays warm for the pool process's next tries: the server forks no
-    # next spare until ``ForkSpare`` (a spare idle beside a warm process is ~14 MB of PSS).
+    # next spare until ``ForkSpare`` (a spare idle beside a warm process: its private pages).
     next_spare: bool = True
 
 
