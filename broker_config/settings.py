@@ -14,7 +14,9 @@ from broker_config.names import DEFAULT_QUEUE, filesystem_folders
 VISIBILITY_TIMEOUT_SECONDS = 86400
 
 
-def celery_settings(broker_url: str, broker_folder: Path) -> dict[str, Any]:
+def celery_settings(
+    broker_url: str, broker_folder: Path, sent_events: bool = True
+) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "broker_url": broker_url,  # Redis in production; the embedded filesystem:// by default
         # Acknowledge after the supervisor is done, so a worker lost mid-task gives the
@@ -46,7 +48,8 @@ def celery_settings(broker_url: str, broker_folder: Path) -> dict[str, Any]:
         "task_ignore_result": True,  # so no task writes a result anywhere
         # Task events on, so Flower shows the fleet.
         "worker_send_task_events": True,
-        "task_send_sent_event": True,  # the producer's side too: Flower shows queued tries
+        # The producer's side too: Flower shows queued tries (TRADEWIND_TASK_SENT_EVENTS).
+        "task_send_sent_event": sent_events,
         "task_default_queue": DEFAULT_QUEUE,  # queue names come from broker_config.names only
         "task_create_missing_queues": True,  # a task's own `queue=` needs no declaration
         # Keep Tradewind's own log format: Celery must not take over the root logger.

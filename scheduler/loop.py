@@ -73,7 +73,11 @@ class Scheduler:
 
     def __post_init__(self) -> None:
         if self.app is None:
-            self.app = make_celery_app(self.settings.broker, self.settings.broker_folder)
+            self.app = make_celery_app(
+                self.settings.broker,
+                self.settings.broker_folder,
+                sent_events=self.settings.task_sent_events,
+            )
         self.url = self.settings.sql_url
 
     def run_forever(self, stop: threading.Event | None = None) -> None:

@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     # How many tries of Python tasks one task process may run, one after another (DESIGN.md §7,
     # docs/operations.md): 1, the default, is a fresh process per try.
     task_process_reuse: int = Field(default=1, ge=1)
+    # A `task-sent` event per published try, what Flower shows as queued (docs/operations.md).
+    task_sent_events: bool = True
     # The API server (api/). The key signs its tokens and session cookies: every server of one
     # fleet needs the same one. Unset, one is generated and kept under TRADEWIND_HOME.
     api_secret_key: str | None = Field(default=None, min_length=32)

@@ -42,7 +42,9 @@ def create_app() -> Celery:
     # A hung statement must fail well within the budget, so that the try is given up in time.
     set_network_timeout(min(10.0, budget / 2))
     _publish_wait["seconds"] = settings.task_queued_timeout_seconds
-    app = make_celery_app(settings.broker, settings.broker_folder, main="worker")
+    app = make_celery_app(
+        settings.broker, settings.broker_folder, "worker", settings.task_sent_events
+    )
     app.conf.worker_consumer = f"{__name__}:Consumer"
     app.task(name=EXECUTE_TASK_NAME, bind=True, acks_late=True)(execute_task_instance)
     return app

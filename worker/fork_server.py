@@ -96,7 +96,7 @@ class ForkServer:
             raise
         finally:
             channels.close_far_ends()
-        self._send(p.SpareTaken(pid=pid, fileloc=fileloc))
+        self._send(p.SpareTaken(pid=pid, fileloc=fileloc, next_spare=not then_wait))
         report = partial(self._exit_code, pid)
         warm = None if spare is None else WarmProcess(pid, spare, report)
         return channels.process(pid, report, warm)
@@ -124,6 +124,10 @@ class ForkServer:
         packet = start.model_dump_json().encode()
         for _attempt in range(3):
             self._read_messages(wait=False)
+            if self._spare is None:
+                # The last one was kept warm (no next was forked), or it is on its way: asking
+                # again is harmless.
+                self._send(p.ForkSpare())
             while self._spare is None:
                 self._raise_if_failed()
                 self._read_messages(wait=True)
@@ -191,7 +195,7 @@ class ForkServer:
             self._spare[1].close()
             self._spare = None
 
-    def _send(self, message: p.SpareTaken) -> None:
+    def _send(self, message: p.SpareTaken | p.ForkSpare) -> None:
         try:
             self._control.send(message.model_dump_json().encode())
         except OSError as error:

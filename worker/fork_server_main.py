@@ -14,6 +14,9 @@ DAG file, if it changed, so the next spares inherit it, and forks the next spare
 finds its DAG file changed since its fork loads it itself. Once a taken task process is reaped
 the server says ``TaskProcessExited`` with its exit code.
 
+A spare taken to stay warm is said with ``next_spare`` false: no spare is forked behind it (it
+would sit idle beside the warm process) until the pool process sends ``ForkSpare``.
+
 A spare started with ``then_wait`` (``TRADEWIND_TASK_PROCESS_REUSE``) may run several tries, each
 sent to it by the pool process on the spare's channel (``worker/task_runner/warm_loop.py``); the
 server learns nothing of them, and reports its exit once, after its last.
@@ -55,6 +58,8 @@ class ForkServerLoop:
     def __init__(self, control: socket.socket) -> None:
         self._control = control
         self._spare: int | None = None  # the pid of the spare the pool process holds
+        # False while the pool process keeps its last spare warm and has asked for no other.
+        self._spare_wanted = True
         self._taken: set[int] = set()  # task processes running a try
         # Spares reaped before the pool process said it took them: a fast task, or a spare that
         # died waiting (which the pool process never names). Oldest first, a few kept.
@@ -72,7 +77,7 @@ class ForkServerLoop:
             selector.register(self._wake_read, selectors.EVENT_READ)
             serving = True
             while serving:
-                if self._spare is None:
+                if self._spare is None and self._spare_wanted:
                     serving = self._hand_over_spare()
                 for key, _ in selector.select():
                     if key.fileobj == self._wake_read:
@@ -91,9 +96,13 @@ class ForkServerLoop:
             return False
         if not packet:
             return False  # the pool process closed the channel, or died
-        taken = _TAKEN.model_validate_json(packet)
+        taken = p.TO_FORK_SERVER.validate_json(packet)
+        if isinstance(taken, p.ForkSpare):
+            self._spare_wanted = True
+            return True
         if taken.pid == self._spare:
-            self._spare = None  # the next one is forked before the loop waits again
+            self._spare = None  # the next one is forked before the loop waits again, if wanted
+            self._spare_wanted = taken.next_spare
             self._taken.add(taken.pid)
         elif taken.pid in self._early_exits:
             code = self._early_exits.pop(taken.pid)
@@ -171,7 +180,6 @@ class ForkServerLoop:
 
 
 _EARLY_EXITS_KEPT = 16
-_TAKEN = p.SpareTaken
 
 
 def _spare_main(channel: socket.socket, in_child: Callable[[], None]) -> NoReturn:

@@ -393,6 +393,15 @@ class SpareTaken(_Message):
     type: Literal["SpareTaken"] = "SpareTaken"
     pid: int
     fileloc: str
+    # False when the spare stays warm for the pool process's next tries: the server forks no
+    # next spare until ``ForkSpare`` (a spare idle beside a warm process: its private pages).
+    next_spare: bool = True
+
+
+class ForkSpare(_Message):
+    """Fork a spare now (pool process → server): it has none, and none is coming."""
+
+    type: Literal["ForkSpare"] = "ForkSpare"
 
 
 class TaskProcessExited(_Message):
@@ -406,6 +415,8 @@ FromForkServer = Annotated[
     SpareReady | TaskProcessExited | ErrorResponse, Field(discriminator="type")
 ]
 FROM_FORK_SERVER: TypeAdapter[FromForkServer] = TypeAdapter(FromForkServer)
+ToForkServer = Annotated[SpareTaken | ForkSpare, Field(discriminator="type")]
+TO_FORK_SERVER: TypeAdapter[ToForkServer] = TypeAdapter(ToForkServer)
 
 
 # --- a warm task process's channel (TRADEWIND_TASK_PROCESS_REUSE, DESIGN.md §7) -----------

@@ -11,6 +11,7 @@ import io
 import tokenize
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -68,10 +69,11 @@ def test_the_app_carries_the_settings(tmp_path: Path) -> None:
 
 
 class FakeApp:
-    """The two calls ``publish_many`` makes on a Celery app, recorded."""
+    """The two calls ``publish_many`` makes on a Celery app of the embedded broker, recorded."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.conf = SimpleNamespace(broker_url="filesystem://localhost/")
 
     @contextmanager
     def producer_or_acquire(self) -> Any:

@@ -231,9 +231,10 @@ def test_a_task_process_that_ends_before_its_start_is_reported_still_has_its_exi
 ) -> None:
     say_taken = ForkServer._send
 
-    def after_the_end(self: ForkServer, message: p.SpareTaken) -> None:
-        reaped = Path(f"/proc/{message.pid}")
-        assert wait_until(lambda: not reaped.exists())  # the server reaped it meanwhile
+    def after_the_end(self: ForkServer, message: p.SpareTaken | p.ForkSpare) -> None:
+        if isinstance(message, p.SpareTaken):
+            reaped = Path(f"/proc/{message.pid}")
+            assert wait_until(lambda: not reaped.exists())  # the server reaped it meanwhile
         say_taken(self, message)
 
     monkeypatch.setattr(ForkServer, "_send", after_the_end)

@@ -38,7 +38,7 @@ TO_HELPER = union_members(p.ToHelper)
 # The fork server's channels: spares and exit reports to the pool process, which says which spare
 # it took, and sends a spare its task.
 FROM_FORK_SERVER = union_members(p.FromForkServer)
-TO_FORK_SERVER = {p.SpareTaken}
+TO_FORK_SERVER = union_members(p.ToForkServer)
 TO_SPARE = {p.StartTaskProcess}
 # A warm task process says, on the spare's channel, whether it waits for another try.
 FROM_WARM = union_members(p.FromWarmTaskProcess)
@@ -64,6 +64,7 @@ def test_every_message_travels_in_exactly_one_direction() -> None:
     )
     assert {p.TaskProcessIdle, p.TaskProcessExiting} == FROM_WARM
     assert {p.SpareReady, p.TaskProcessExited, p.ErrorResponse} == FROM_FORK_SERVER
+    assert {p.SpareTaken, p.ForkSpare} == TO_FORK_SERVER
     # The helper's look-ups are the task's requests; only its call traffic is its own.
     helper_asks, helper_gets = FROM_HELPER - REQUESTS, TO_HELPER - REPLIES
     assert helper_asks == {p.AwaitXComBackendCall, p.XComBackendResult}

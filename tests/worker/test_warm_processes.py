@@ -379,3 +379,31 @@ def test_a_runtime_task_starts_fresh_and_leaves_the_warm_process_waiting(home: H
     assert runtime_pid != warm_pid
     assert runtime_parent == os.getpid()  # exec'd by the supervisor itself, as always
     assert probe_pid(home) == warm_pid
+
+
+def fork_server_children() -> set[int]:
+    server = fork_server._server
+    assert server is not None
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    return {int(pid) for pid in children}
+
+
+def test_no_spare_waits_beside_a_warm_process_until_one_is_needed(home: Home) -> None:
+    first = probe_pid(home)
+    # The spare the try took stays warm: the server forked no other behind it.
+    assert fork_server_children() == {first}
+
+    os.kill(first, signal.SIGKILL)
+    assert wait_until(lambda: pid_gone(first))
+    # The next try asks for a spare and runs in it; that one is kept warm in turn.
+    second = probe_pid(home)
+    assert second != first
+    assert fork_server_children() == {second}
+
+
+def test_without_reuse_a_spare_is_forked_ahead_of_the_next_try(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pool_process(tmp_path, monkeypatch, reuse="1") as made:
+        ran = probe_pid(made)
+        assert wait_until(lambda: len(fork_server_children() - {ran}) == 1)
