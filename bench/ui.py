@@ -47,7 +47,7 @@ from state.users import Role, create_user  # noqa: E402
 from tradewind.settings import reload_settings  # noqa: E402
 
 DAGS = """
-from tradewind import DAG, dag, task
+from tradewind import DAG, TaskGroup, chain, dag, task
 
 
 @task
@@ -72,6 +72,20 @@ with DAG("items"):
 with DAG("wide"):
     for i in range(200):
         step.override(task_id=f"t{i:03d}")()
+
+# 5,000 tasks: 20 groups of 200 in chains (every fourth with a nested group of 50 of them), a
+# mapped task, and 1,000 outside any group (apache/airflow#56968's size).
+with DAG("huge"):
+    for g in range(20):
+        with TaskGroup(f"g{g:02d}"):
+            outer = [step.override(task_id=f"t{i:03d}")() for i in range(200 - 50 * (g % 4 == 0))]
+            if g % 4 == 0:
+                with TaskGroup("inner"):
+                    outer += [step.override(task_id=f"t{i:03d}")() for i in range(50)]
+            chain(*outer)
+    for i in range(998):
+        step.override(task_id=f"top{i:03d}")()
+    step.override(task_id="fan").expand(x=numbers())
 """
 
 MANY_DAGS = """
@@ -88,6 +102,7 @@ for i in range(500):
         only()
 """
 PASSWORD = "bench password"
+HUGE_RUNS = 3
 
 
 @contextmanager
@@ -140,6 +155,8 @@ def populate(url: str) -> None:
             create_run(session, dag_id, run_id="r1")
         for n in range(25):
             create_run(session, "wide", run_id=f"w{n:02d}")
+        for n in range(HUGE_RUNS):
+            create_run(session, "huge", run_id=f"h{n}")
     now = utcnow()
     with session_scope(url) as session:
         session.query(TaskInstance).filter_by(dag_id="mapped", task_id="step").delete()
@@ -182,6 +199,7 @@ PAGES = {
         "/api/v2/dags/small/dagRuns/r1/taskInstances/b",
     ),
     "grid page, 25 runs x 200 tasks": ("/dags/wide", "/dags/small"),
+    "grid page, 3 runs x 5,000 tasks": ("/dags/huge", "/dags/small"),
     "API grid-like list, 25 x 200": (
         "/api/v2/dags/wide/dagRuns/~/taskInstances?limit=100",
         "/api/v2/dags/small/dagRuns/~/taskInstances?limit=100",
