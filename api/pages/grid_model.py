@@ -193,8 +193,14 @@ class RowWindow:
     def next(self) -> int | None:
         return self.page + 1 if self.start + self.limit < self.total else None
 
-    def of(self, rows: Sequence[Row]) -> Sequence[Row]:
-        return rows[self.start : self.start + self.limit]
+    def of(self, rows: Sequence[Row]) -> list[Row]:
+        """The window's rows, after the groups it starts inside of (their heads are on an
+        earlier page: without them a page would open on tasks of no visible group)."""
+        shown = list(rows[self.start : self.start + self.limit])
+        if not shown or not shown[0].parents:
+            return shown
+        heads = {row.row_id: row for row in rows[: self.start] if row.is_group}
+        return [heads[group] for group in shown[0].parents if group in heads] + shown
 
 
 def counted_keys(rows: Sequence[Row]) -> dict[str, str]:
@@ -254,6 +260,7 @@ class Grid:
     window: RowWindow
     runs: list[RunSummary]
     lines: list[GridLine] = field(default_factory=list)
+    continued: frozenset[str] = frozenset()  # the groups whose heads are on an earlier page
 
 
 def build_grid(
@@ -268,7 +275,9 @@ def build_grid(
     A group's cell adds up the counts kept under its own id (its tasks outside the window)
     and those of the rows of the window under it.
     """
-    grid = Grid(dag_id, window, list(reversed(runs_newest_first)))
+    heads = len(rows) - (window.last - window.first + 1)  # the groups ``RowWindow.of`` added
+    continued = frozenset(row.row_id for row in rows[: max(heads, 0)])
+    grid = Grid(dag_id, window, list(reversed(runs_newest_first)), continued=continued)
     under: dict[str, list[str]] = {row.row_id: [row.row_id] for row in rows}
     for row in rows:
         for parent in row.parents:

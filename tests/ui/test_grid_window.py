@@ -107,9 +107,7 @@ def test_a_group_cell_counts_its_tasks_outside_the_window(home: Home) -> None:
     assert g0.total == 31 and g0.href is None
 
 
-def test_the_grid_pages_its_rows_and_the_poll_keeps_the_page(
-    signed_in: Client, home: Home
-) -> None:
+def test_the_grid_pages_its_rows_and_the_poll_keeps_the_page(signed_in: Client, home: Home) -> None:
     _grouped(home)
     home.trigger("grouped", run_id="r1")
     _set(home, "r1", "g1.t29", TI.FAILED)
@@ -120,7 +118,9 @@ def test_the_grid_pages_its_rows_and_the_poll_keeps_the_page(
     assert 'href="/dags/grouped?runs=25&amp;rows=2">Next rows' in first
     assert 'title="g1: failed 1, none 29"' in first  # the group's tasks on page 2 too
     second = client.get("/dags/grouped?rows=2").text
-    assert _rows_of(second)[0] == "g1.t16" and _rows_of(second)[-1] == "fan"
+    # The page opens inside g1: its head comes again, marked, and counts as before.
+    assert _rows_of(second)[:2] == ["g1", "g1.t16"] and _rows_of(second)[-1] == "fan"
+    assert "(continued)" in second and 'title="g1: failed 1, none 29"' in second
     assert "Rows 51\N{EN DASH}97 of 97" in second
     assert 'data-refresh="/dags/grouped/grid?runs=25&amp;rows=2"' in second
     assert 'href="/dags/grouped/runs/r1/tasks/g1.t29" title="g1.t29: failed"' in second
