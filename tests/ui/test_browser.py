@@ -180,7 +180,7 @@ def test_a_wide_grid_pages_its_rows_and_a_grouped_one_folds(
                 query.update({"state": cycle[index % len(cycle)]})
     page.goto("/dags/wide")
     assert page.locator("table.grid tbody tr").count() == 50
-    assert page.locator("nav.grid-rows").first.inner_text().count("Rows 1–50 of 200") == 1
+    assert page.locator("nav.grid-rows").first.inner_text().count("Rows 1\N{EN DASH}50 of 200") == 1
     shoot(page, "grid-wide-rows-1")
     page.locator("nav.grid-rows a", has_text="Next rows").first.click()
     page.wait_for_url("**/dags/wide?runs=25&rows=2")
