@@ -26,7 +26,9 @@ from api.logs import BadLogToken
 from api.pages import router as pages_router
 from api.pages.common import refusal_page
 from api.routes import (
+    assets,
     auth,
+    backfills,
     connections,
     dag_extras,
     dag_runs,
@@ -43,6 +45,7 @@ from api.routes import (
 )
 from api.structure import BadConf
 from api.templating import STATIC_DIR, render
+from state.backfills import BackfillEnded, InvalidBackfill
 from state.dags import NoSuchDag
 from state.marking import BadMark
 from state.paging import BadOrdering
@@ -66,10 +69,12 @@ REFUSALS: dict[type[Exception], int] = {
     BadConf: status.HTTP_400_BAD_REQUEST,
     BadLogToken: status.HTTP_400_BAD_REQUEST,
     BadMark: status.HTTP_400_BAD_REQUEST,
+    InvalidBackfill: status.HTTP_400_BAD_REQUEST,
     PoolRefused: status.HTTP_400_BAD_REQUEST,
     RunExists: status.HTTP_409_CONFLICT,
     UserExists: status.HTTP_409_CONFLICT,
     IllegalTransition: status.HTTP_409_CONFLICT,
+    BackfillEnded: status.HTTP_409_CONFLICT,
 }
 
 # Literal paths under a task instance (…/dependencies, …/xcomEntries) before the routers whose
@@ -88,6 +93,8 @@ _API_ROUTERS = (
     variables,
     connections,
     dag_extras,
+    assets,
+    backfills,
 )
 
 

@@ -2,12 +2,14 @@
 
 Hosts are network namespaces on one bridge (the lab of ``tests/hosts/``, as root): a store host
 with its own PostgreSQL and Redis (AOF on), scheduler hosts running ``tradewind scheduler``,
-worker hosts each running ``celery -A worker worker -c 1``, and a control: one worker host
-with as many pool processes as the most hosts had. On a 2-core machine throughput cannot
+worker hosts each running ``celery -A worker worker -c 1``, and for each configuration of several
+worker hosts its control: one worker host with as many pool processes (``-c``) under as many
+schedulers. On a 2-core machine throughput cannot
 grow with hosts, so each configuration also reports what a task instance costs: CPU time of every
 process in the lab (by role: workers, schedulers, store), SQL statements the store ran
 (``pg_stat_statements``, the observer's own excluded) and Redis commands. A design without
-cross-host coordination keeps those flat whatever the number of hosts.
+cross-host coordination keeps those flat whatever the number of hosts: the "÷ control" column is
+a configuration's CPU per task instance over its control's.
 
     python bench/scale_out.py [--n 2000] [--workers 1 2 4] [--schedulers 1 2]
 
@@ -222,32 +224,48 @@ def main() -> None:
         dags = folder / "dags"
         dags.mkdir()
         (dags / "scale_out.py").write_text(DAG_FILE)
-        # Alternating the schedulers' count spreads a burst of outside load over both.
-        results = [
-            run_config(lab, store, dags, folder, workers, schedulers, args.n)
-            for workers in args.workers
-            for schedulers in args.schedulers
-        ]
-        # The control: as many pool processes as the most hosts had, on one host. What the
-        # hosts cost beyond it is the hosts'; what it costs too is CPUs shared by more processes.
-        most = max(args.workers)
-        results.append(run_config(lab, store, dags, folder, 1, 1, args.n, concurrency=most))
+        # Each configuration of several worker hosts is followed by its control: one host with as
+        # many pool processes (-c), under the same schedulers. What the hosts cost beyond their
+        # control is the hosts'; what both cost beyond one pool process is more processes
+        # sharing two cores. Alternating them spreads a burst of outside load over both.
+        results = []
+        for workers in args.workers:
+            for schedulers in args.schedulers:
+                results.append(run_config(lab, store, dags, folder, workers, schedulers, args.n))
+                if workers > 1:
+                    results.append(run_config(lab, store, dags, folder, 1, schedulers, args.n,
+                                              concurrency=workers))  # fmt: skip
     finally:
         lab.remove()
     report(results, args.n)
 
 
 HEADERS = ["workers", "-c", "scheds", "TIs/s", "CPU ms/TI", "net of idle", "idle ms/s", "workers",
-           "scheds", "store", "SQL/TI", "Redis/TI"]  # fmt: skip
+           "scheds", "store", "SQL/TI", "Redis/TI", "÷ control"]  # fmt: skip
+
+
+def control_ratios(results: list[Figures]) -> list[float | None]:
+    """Each hosts configuration's net CPU per task instance ÷ its control's: one host with as
+    many pool processes under as many schedulers (a single host -c 1 is its own control)."""
+    controls = {(r.workers * r.concurrency, r.schedulers): r for r in results if r.workers == 1}
+    ratios: list[float | None] = []
+    for r in results:
+        control = controls.get((r.workers, r.schedulers)) if r.concurrency == 1 else None
+        ratios.append(r.net_cpu_ms_per_ti / control.net_cpu_ms_per_ti if control else None)
+    return ratios
 
 
 def report(results: list[Figures], n: int) -> None:
     print(f"{n} noop task instances; CPU ms per task instance, then by host role")
     print("".join(f"{name:>12}" for name in HEADERS))
-    for figures in results:
+    ratios = control_ratios(results)
+    for figures, ratio in zip(results, ratios, strict=True):
+        values = [*asdict(figures).values(), ratio if ratio else "-"]
         print("".join(f"{value:>12.2f}" if isinstance(value, float) else f"{value:>12}"
-                      for value in asdict(figures).values()))  # fmt: skip
-    out = {"n": n, "cpus": os.cpu_count(), "configurations": [asdict(r) for r in results]}
+                      for value in values))  # fmt: skip
+    configurations = [{**asdict(r), "net_cpu_per_ti_over_control": ratio}
+                      for r, ratio in zip(results, ratios, strict=True)]  # fmt: skip
+    out = {"n": n, "cpus": os.cpu_count(), "configurations": configurations}
     (ROOT / "bench" / "results" / "scale_out.json").write_text(json.dumps(out, indent=2) + "\n")
     plot(results, ROOT / "docs" / "benchmarks" / "scale_out.png")
 

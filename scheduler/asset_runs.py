@@ -13,30 +13,30 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from scheduler.partition_runs import ASSET_TRIGGERED, create_partition_runs
 from state.assets import (
     OutletEvent,
     alias_resolutions,
     consume,
-    dags_with_queued_assets,
     queued_assets,
     sync_references,
 )
 from state.db import session_scope
 from state.enums import DagRunState
 from state.models import DagModel, DagRun, utcnow
+from state.partitions import dags_with_work, drop_keyed_events
 from state.runs import create_run
 from state.structure import structure_of
 from tradewind.assets import evaluate, references
 from tradewind.dag import DAG
 
 log = logging.getLogger("tradewind.scheduler")
-
-ASSET_TRIGGERED = "asset_triggered"
 
 
 def sync_dag_assets(session: Session, dag: DAG, structure: Mapping[str, Any]) -> None:
@@ -54,38 +54,42 @@ def sync_dag_assets(session: Session, dag: DAG, structure: Mapping[str, Any]) ->
 
 
 def create_asset_triggered_runs(url: str, now: dt.datetime | None = None) -> list[str]:
-    """Create a run for each DAG whose asset condition holds over its queued updates."""
+    """Create a run for each DAG whose asset condition holds over its queued updates (for a
+    partitioned DAG, a run for each partition that is complete)."""
     with session_scope(url) as session:
-        waiting = dags_with_queued_assets(session)
+        waiting = dags_with_work(session)
     created: list[str] = []
     for dag_id in waiting:
         with session_scope(url) as session:
-            run_id = _create_if_due(session, dag_id, now or utcnow())
-        if run_id is not None:
-            created.append(run_id)
+            created += _create_if_due(session, dag_id, now or utcnow())
     return created
 
 
-def _create_if_due(session: Session, dag_id: str, now: dt.datetime) -> str | None:
+def _create_if_due(session: Session, dag_id: str, now: dt.datetime) -> list[str]:
     model = session.scalar(
         select(DagModel).where(DagModel.dag_id == dag_id).with_for_update(skip_locked=True)
     )
     if model is None or not model.is_active or model.is_paused:
-        return None  # held by another scheduler, gone, or paused: its queue waits
+        return []  # held by another scheduler, gone, or paused: its queue waits
     structure = structure_of(model)
     queued = queued_assets(session, dag_id)
     condition = structure.asset_condition
+    if condition is not None and structure.partition_mappers is not None:
+        active = _active_runs(session, dag_id)
+        holds = partial(_holds, session, condition)
+        return create_partition_runs(session, dag_id, structure, queued, holds, active, now)
+    drop_keyed_events(session, dag_id)  # only a partitioned DAG maps them
     if condition is None:  # no longer scheduled on assets: nothing will consume its queue
         consume(session, dag_id, queued.values())
-        return None
+        return []
     if not queued or not _holds(session, condition, set(queued)):
-        return None
+        return []
     if _active_runs(session, dag_id) >= structure.max_active_runs:
-        return None
+        return []
     run = create_run(session, dag_id, run_type=ASSET_TRIGGERED, data_interval=(now, now))
     consume(session, dag_id, queued.values())
     log.info("created run %s of %s: its assets were updated", run.run_id, dag_id)
-    return run.run_id
+    return [run.run_id]
 
 
 def _holds(session: Session, condition: Mapping[str, Any], updated: set[str]) -> bool:

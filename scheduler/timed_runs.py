@@ -20,6 +20,7 @@ from state.enums import DagRunState
 from state.models import DagModel, DagRun
 from state.runs import RunExists, create_run
 from state.structure import DagStructure, structures_of
+from tradewind.partitions import cron_partition
 from tradewind.timetables import Interval, ScheduleSpec, next_interval
 
 log = logging.getLogger("tradewind.scheduler")
@@ -34,6 +35,8 @@ class DueDag:
     dag_id: str
     spec: ScheduleSpec
     max_active_runs: int
+    # A CronPartitionTimetable DAG: each run stores the partition of its logical date.
+    partitioned: bool = False
 
 
 def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
@@ -47,7 +50,12 @@ def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
     )
     versions = {dag_id: version for dag_id, version in rows}
     return [
-        DueDag(dag_id, _schedule_of(structure.schedule, structure), structure.max_active_runs)
+        DueDag(
+            dag_id,
+            _schedule_of(structure.schedule, structure),
+            structure.max_active_runs,
+            structure.partitioned_by_cron,
+        )
         for dag_id, structure in structures_of(session, versions).items()
         if structure.schedule is not None
     ]
@@ -66,7 +74,7 @@ def create_due_runs(session: Session, due: DueDag, now: dt.datetime) -> list[str
     while interval is not None and interval[1] <= now:
         if _active_runs(session, due.dag_id) >= due.max_active_runs:
             return created  # next_dagrun_after stays due: looked at again next loop
-        run_id = _create(session, due.dag_id, interval)
+        run_id = _create(session, due, interval)
         if run_id is not None:
             created.append(run_id)
         interval = next_interval(due.spec, interval[1], now)
@@ -74,10 +82,19 @@ def create_due_runs(session: Session, due: DueDag, now: dt.datetime) -> list[str
     return created
 
 
-def _create(session: Session, dag_id: str, interval: Interval) -> str | None:
+def _create(session: Session, due: DueDag, interval: Interval) -> str | None:
+    dag_id = due.dag_id
     run_id = f"{SCHEDULED}__{interval[1].isoformat()}"
+    partition = cron_partition(interval[1]) if due.partitioned else None
     try:
-        create_run(session, dag_id, run_id=run_id, run_type=SCHEDULED, data_interval=interval)
+        create_run(
+            session,
+            dag_id,
+            run_id=run_id,
+            run_type=SCHEDULED,
+            data_interval=interval,
+            partition=partition,
+        )
     except RunExists:
         return None  # another scheduler created it first
     session.flush()

@@ -14,15 +14,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from state.models import (
     Asset,
+    AssetAlias,
     AssetAliasAsset,
     AssetDagRunQueue,
     AssetEvent,
     DagAssetReference,
+    PartitionEventQueue,
     utcnow,
 )
 from state.upserts import insert_for, insert_missing
@@ -43,12 +45,15 @@ class OutletEvent:
 
 @dataclass(frozen=True)
 class EventSource:
-    """The try an event comes from."""
+    """The try an event comes from; all None for one created by hand (``POST /assets/events``)."""
 
-    dag_id: str
-    run_id: str
-    task_id: str
+    dag_id: str | None
+    run_id: str | None
+    task_id: str | None
     map_index: int = -1
+
+
+BY_HAND = EventSource(None, None, None)
 
 
 def sync_references(
@@ -63,10 +68,24 @@ def sync_references(
     )
     rows = [{"dag_id": dag_id, "reference": ref} for ref in sorted(wanted)]
     insert_missing(session, DagAssetReference, rows, ["dag_id", "reference"])
+    register_aliases(session, [ref.removeprefix("alias:") for ref in wanted if ref[:6] == "alias:"])
     named = [event for event in known] + [
         OutletEvent(ref.removeprefix("asset:")) for ref in wanted if ref.startswith("asset:")
     ]
     asset_ids(session, named)
+    _name_assets(session, known)
+
+
+def _name_assets(session: Session, outlets: Iterable[OutletEvent]) -> None:
+    """Give the name an outlet declares to its asset if a schedule created it nameless (a
+    schedule names an asset by URI only, and the DAG on it may sync before its producer)."""
+    for outlet in outlets:
+        if outlet.name and outlet.name != outlet.uri:
+            session.execute(
+                update(Asset)
+                .where(Asset.uri == outlet.uri, Asset.name == Asset.uri)
+                .values(name=outlet.name)
+            )
 
 
 def asset_ids(session: Session, assets: Sequence[OutletEvent]) -> dict[str, int]:
@@ -90,9 +109,15 @@ def asset_ids(session: Session, assets: Sequence[OutletEvent]) -> dict[str, int]
     return {uri: asset_id for uri, asset_id in found}
 
 
+def register_aliases(session: Session, names: Iterable[str]) -> None:
+    """Give each alias of ``names`` its id (the REST API names aliases by id)."""
+    rows = [{"name": name, "group": "asset"} for name in sorted(set(names))]
+    insert_missing(session, AssetAlias, rows, ["name"])
+
+
 def record_events(
     session: Session, source: EventSource, events: Sequence[OutletEvent], at: dt.datetime
-) -> int:
+) -> list[AssetEvent]:
     """Write ``events`` of one try and queue their assets for the DAGs waiting on them."""
     ids = asset_ids(session, events)
     rows = []
@@ -113,10 +138,12 @@ def record_events(
     session.add_all(rows)
     session.flush()  # the events' ids: the queue keeps the latest of each asset
     latest = {row.asset_id: row.id for row in rows}
+    keyed = [(row.asset_id, row.id) for row in rows if row.partition_key is not None]
     resolved = [{"alias_name": e.alias, "asset_id": ids[e.uri]} for e in events if e.alias]
     insert_missing(session, AssetAliasAsset, resolved, ["alias_name", "asset_id"])
-    _queue_for_consumers(session, events, ids, latest, at)
-    return len(events)
+    register_aliases(session, [e.alias for e in events if e.alias])
+    _queue_for_consumers(session, events, ids, latest, at, keyed)
+    return rows
 
 
 def _queue_for_consumers(
@@ -125,6 +152,7 @@ def _queue_for_consumers(
     ids: Mapping[str, int],
     latest: Mapping[int, int],
     at: dt.datetime,
+    keyed: Sequence[tuple[int, int]],
 ) -> None:
     by_reference: dict[str, set[int]] = {}
     for event in events:
@@ -136,7 +164,16 @@ def _queue_for_consumers(
         select(DagAssetReference.dag_id, DagAssetReference.reference).where(
             DagAssetReference.reference.in_(list(by_reference))
         )
-    )
+    ).all()
+    # Each event with a partition key, for every DAG waiting on its asset: a partitioned DAG
+    # maps them one by one (scheduler/partition_runs.py); any other drops them with its queue.
+    partitioned = [
+        {"target_dag_id": dag_id, "asset_event_id": event_id}
+        for dag_id, reference in consumers
+        for asset_id, event_id in keyed
+        if asset_id in by_reference[reference]
+    ]
+    insert_missing(session, PartitionEventQueue, partitioned, ["target_dag_id", "asset_event_id"])
     rows = [
         {
             "target_dag_id": dag_id,
@@ -159,12 +196,6 @@ def _queue_for_consumers(
             set_={"last_event_id": statement.excluded.last_event_id},
         )
     )
-
-
-def dags_with_queued_assets(session: Session) -> list[str]:
-    """The DAGs that have asset updates they have not consumed yet."""
-    query = select(AssetDagRunQueue.target_dag_id).distinct().order_by("target_dag_id")
-    return list(session.scalars(query))
 
 
 @dataclass(frozen=True)

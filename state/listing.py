@@ -33,7 +33,13 @@ def contains(column: Column, pattern: str | None) -> ColumnElement[bool] | None:
     return column.contains(pattern, autoescape=True) if pattern else None
 
 
-def _where(*conditions: ColumnElement[bool] | None) -> list[ColumnElement[bool]]:
+def starts_with(column: Column, prefix: str | None) -> ColumnElement[bool] | None:
+    """``column`` starts with ``prefix`` literally (None when there is no prefix)."""
+    return column.startswith(prefix, autoescape=True) if prefix else None
+
+
+def present(*conditions: ColumnElement[bool] | None) -> list[ColumnElement[bool]]:
+    """The conditions that are there: a filter not asked for is None."""
     return [condition for condition in conditions if condition is not None]
 
 
@@ -57,7 +63,7 @@ def list_dags(
     session: Session, page: Page, where: DagFilter = DagFilter()
 ) -> tuple[list[DagModel], int]:
     query = select(DagModel).where(
-        *_where(
+        *present(
             DagModel.is_paused.is_(where.paused) if where.paused is not None else None,
             DagModel.is_active.is_(True) if where.exclude_stale else None,
             contains(DagModel.dag_id, where.dag_id_pattern),
@@ -97,7 +103,7 @@ def list_import_errors(
     session: Session, page: Page, filename_pattern: str | None = None
 ) -> tuple[list[DagImportError], int]:
     query = select(DagImportError).where(
-        *_where(contains(DagImportError.fileloc, filename_pattern))
+        *present(contains(DagImportError.fileloc, filename_pattern))
     )
     rows, total = page_of(session, query, page, _IMPORT_ERROR_ORDER, ["id"])
     return [row[0] for row in rows], total
@@ -159,7 +165,7 @@ _COUNTED = (TaskInstanceState.RUNNING, TaskInstanceState.QUEUED, TaskInstanceSta
 def list_pools(
     session: Session, page: Page, name_pattern: str | None = None
 ) -> tuple[list[PoolUse], int]:
-    query = select(Pool.name, Pool.slots).where(*_where(contains(Pool.name, name_pattern)))
+    query = select(Pool.name, Pool.slots).where(*present(contains(Pool.name, name_pattern)))
     rows, total = page_of(session, query, page, _POOL_ORDER, ["id"])
     return _pool_uses(session, rows), total
 
@@ -198,7 +204,7 @@ _VARIABLE_ORDER = {"key": Variable.key, "id": Variable.key}
 def list_variables_page(
     session: Session, page: Page, key_pattern: str | None = None
 ) -> tuple[list[Variable], int]:
-    query = select(Variable).where(*_where(contains(Variable.key, key_pattern)))
+    query = select(Variable).where(*present(contains(Variable.key, key_pattern)))
     rows, total = page_of(session, query, page, _VARIABLE_ORDER, ["id"])
     return [row[0] for row in rows], total
 
@@ -215,6 +221,6 @@ _CONNECTION_ORDER = {
 def list_connections_page(
     session: Session, page: Page, id_pattern: str | None = None
 ) -> tuple[list[Connection], int]:
-    query = select(Connection).where(*_where(contains(Connection.conn_id, id_pattern)))
+    query = select(Connection).where(*present(contains(Connection.conn_id, id_pattern)))
     rows, total = page_of(session, query, page, _CONNECTION_ORDER, ["id"])
     return [row[0] for row in rows], total

@@ -114,6 +114,9 @@ class DagRun(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     start_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     end_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The partition this run is, for a partitioned DAG (scheduler/partition_runs.py).
+    partition_key: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    partition_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class TaskInstance(Base):
@@ -313,6 +316,46 @@ class AssetDagRunQueue(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class PartitionDagRun(Base):
+    """One downstream partition of a partitioned DAG: the asset events mapped to its key are
+    logged against it until its run is created. The unique key makes it one row, and so one
+    run, per DAG and partition key, whichever scheduler maps the events."""
+
+    __tablename__ = "partition_dag_run"
+    __table_args__ = (UniqueConstraint("target_dag_id", "partition_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    target_dag_id: Mapped[str] = mapped_column(String(250))
+    partition_key: Mapped[str] = mapped_column(String(250))
+    # Set with the run: a later event for the key is recorded, and creates no second run.
+    run_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    # When its condition held but the run could not be created yet (max_active_runs).
+    ready_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PartitionEventQueue(Base):
+    """An event carrying a partition key that a DAG scheduled on its asset has not mapped yet:
+    one row per event, so none is skipped when ends commit out of id order."""
+
+    __tablename__ = "partition_event_queue"
+
+    target_dag_id: Mapped[str] = mapped_column(String(250), primary_key=True)
+    asset_event_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+
+
+class PartitionKeyLog(Base):
+    """An asset event mapped to a downstream partition, with the upstream key it carried: what
+    a rollup counts against its window."""
+
+    __tablename__ = "partition_key_log"
+
+    partition_run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    asset_event_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    asset_id: Mapped[int] = mapped_column(Integer)
+    source_partition_key: Mapped[str] = mapped_column(String(250))
+
+
 class AssetStateValue(Base):
     """One key of an asset's state store: kept across runs, shared by every DAG using the asset."""
 
@@ -322,6 +365,48 @@ class AssetStateValue(Base):
     key: Mapped[str] = mapped_column(String(512), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AssetAlias(Base):
+    """An alias some DAG waits on or some try emitted through, keyed by its name."""
+
+    __tablename__ = "asset_alias"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(1500), unique=True)
+    group: Mapped[str] = mapped_column(String(1500), default="asset")
+
+
+class Backfill(Base):
+    """A backfill of one DAG over a date range: its runs are linked by ``BackfillDagRun``.
+
+    ``completed_at`` is stored only when the backfill is cancelled; otherwise it is derived
+    from its runs (the last end, once none is left unfinished).
+    """
+
+    __tablename__ = "backfill"
+    __table_args__ = (Index("ix_backfill_dag_id", "dag_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dag_id: Mapped[str] = mapped_column(String(250))
+    from_date: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    to_date: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    dag_run_conf: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    is_paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    max_active_runs: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    cancelled_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class BackfillDagRun(Base):
+    """A run a backfill created (``dag_run.id``): one row per run, a run in one backfill."""
+
+    __tablename__ = "backfill_dag_run"
+    __table_args__ = (Index("ix_backfill_dag_run_backfill_id", "backfill_id"),)
+
+    dag_run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    backfill_id: Mapped[int] = mapped_column(Integer)
 
 
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a

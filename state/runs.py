@@ -57,8 +57,11 @@ def create_run(
     conf: Mapping[str, Any] | None = None,
     run_type: str = "manual",
     data_interval: tuple[dt.datetime, dt.datetime] | None = None,
+    partition: tuple[str, dt.datetime | None] | None = None,
 ) -> DagRun:
-    """A queued run and a ``none`` task instance per task; the scheduler takes it from there."""
+    """A queued run and a ``none`` task instance per task; the scheduler takes it from there.
+
+    ``partition``: the key (and the period's start) of a partitioned DAG's run."""
     dag_model = get_dag_model(session, dag_id)
     now = utcnow()
     run = DagRun(
@@ -71,6 +74,8 @@ def create_run(
         logical_date=data_interval[1] if data_interval else now,
         data_interval_start=data_interval[0] if data_interval else None,
         data_interval_end=data_interval[1] if data_interval else None,
+        partition_key=partition[0] if partition else None,
+        partition_date=partition[1] if partition else None,
         created_at=now,
     )
     try:

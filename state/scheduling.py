@@ -16,6 +16,7 @@ from sqlalchemy import Row, bindparam, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
+from state.backfills import BACKFILL, holds_back
 from state.enums import FINISHED, WAITING_FOR_TIME, DagRunState, TaskInstanceState
 from state.hand_over import queued_values
 from state.mapping import expand_mapped
@@ -83,9 +84,9 @@ def schedule_run(
     structure = dag.structure
     if run.version_hash != dag.version_hash:
         verify_integrity(session, run, structure, dag.version_hash)
-    # A queued run may start only under max_active_runs; it then holds the DAG's lock.
-    max_runs = structure.max_active_runs
-    if run.state == DagRunState.QUEUED and not may_start_run(session, run.dag_id, max_runs):
+    # A queued run may start only under max_active_runs; it then holds the DAG's lock. A
+    # backfill's run waits too while its backfill is paused or at its own max_active_runs.
+    if run.state == DagRunState.QUEUED and not _may_start(session, run, structure):
         return []
     rows = session.execute(_RUN_ROWS, {"dag_id": run.dag_id, "run_id": run.run_id}).all()
     states = {row.id: TI(row.state) for row in rows}
@@ -98,6 +99,12 @@ def schedule_run(
         mark_run_started(session, run)
     settle_run(session, run, *_deciding(structure, rows, states), now)
     return enqueued
+
+
+def _may_start(session: Session, run: DagRun, structure: DagStructure) -> bool:
+    if run.run_type == BACKFILL and holds_back(session, run):
+        return False
+    return may_start_run(session, run.dag_id, structure.max_active_runs)
 
 
 def _deciding(

@@ -135,6 +135,10 @@ class DagStructure(_Frozen):
     description: str | None = None
     doc_md: str | None = None
     display_name: str | None = None
+    # A PartitionedAssetTimetable's mappers (tradewind/partition_specs.py): runs per partition.
+    partition_mappers: Mapping[str, Any] | None = None
+    # A CronPartitionTimetable: each scheduled or backfilled run is the partition of its date.
+    partitioned_by_cron: bool = False
 
     @cached_property
     def memo(self) -> dict[Any, Any]:

@@ -30,29 +30,31 @@ from tradewind.exceptions import (
 )
 from tradewind.operators import BaseOperator
 from tradewind.params import Param, ParamValidationError
+from tradewind.partition_windows import (
+    DayWindow,
+    MinimumCount,
+    MonthWindow,
+    SegmentWindow,
+    WaitForAll,
+    WeekWindow,
+    Window,
+)
 from tradewind.partitions import (
     AllowedKeyMapper,
     CronPartitionTimetable,
-    DayWindow,
     FanOutMapper,
     FixedKeyMapper,
     IdentityMapper,
-    MinimumCount,
-    MonthWindow,
     PartitionedAssetTimetable,
     PartitionedAtRuntime,
     PartitionMapper,
     ProductMapper,
     RollupMapper,
-    SegmentWindow,
     StartOfDayMapper,
     StartOfHourMapper,
     StartOfMonthMapper,
     StartOfWeekMapper,
     StartOfYearMapper,
-    WaitForAll,
-    WeekWindow,
-    Window,
 )
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 from tradewind.sensors import PokeReturnValue

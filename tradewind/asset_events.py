@@ -187,8 +187,9 @@ class AssetStateStoreAccessors:
 
 def asset_context(context: Mapping[str, Any], dag: Any, task: Any, client: Any) -> dict[str, Any]:
     """The asset keys of a try's context: ``outlet_events``, ``inlet_events``,
-    ``asset_state_store``, and the partition of a ``CronPartitionTimetable`` DAG's scheduled run
-    (``dag_run.partition_key``, ``partition_key``), which its asset outlets' events carry."""
+    ``asset_state_store``, and the partition the run is (``dag_run.partition_key``,
+    ``partition_key``), which its asset outlets' events carry: a partitioned DAG's run's stored
+    key, or a ``CronPartitionTimetable`` DAG's scheduled run's logical date."""
     outlets, inlets = tuple(task.options.outlets), tuple(task.options.inlets)
     keys: dict[str, Any] = {
         "outlet_events": OutletEventAccessors(outlets),
@@ -196,11 +197,14 @@ def asset_context(context: Mapping[str, Any], dag: Any, task: Any, client: Any) 
         "asset_state_store": AssetStateStoreAccessors(client),
     }
     dag_run = context["dag_run"]
-    key = run_partition_key(dag.schedule, dag_run.run_type, dag_run.logical_date)
+    key = dag_run.partition_key
+    if key is None:
+        key = run_partition_key(dag.schedule, dag_run.run_type, dag_run.logical_date)
+        if key is not None:
+            keys["dag_run"] = dataclasses.replace(
+                dag_run, partition_key=key, partition_date=dag_run.logical_date
+            )
     if key is not None:
-        keys["dag_run"] = dataclasses.replace(
-            dag_run, partition_key=key, partition_date=dag_run.logical_date
-        )
         keys["partition_key"] = key
         for outlet in outlets:
             if isinstance(outlet, Asset):

@@ -20,7 +20,8 @@ from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.assets import InvalidAsset, condition_of, outlets_structure
 from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
-from tradewind.partitions import time_schedule_of
+from tradewind.partition_specs import partition_mappers_of
+from tradewind.partitions import CronPartitionTimetable, time_schedule_of
 from tradewind.setup_teardown import control_flow_structure
 from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
@@ -60,6 +61,7 @@ class DAG:
         self.schedule = schedule
         try:
             plain = time_schedule_of(schedule)  # a partition timetable, as a plain schedule
+            self._partition_mappers = partition_mappers_of(schedule)
             self.asset_condition = condition_of(plain)
             self._schedule_text = None if self.asset_condition else parse_schedule(plain)
         except (InvalidSchedule, InvalidAsset) as error:
@@ -162,7 +164,16 @@ class DAG:
             "display_name": self.dag_display_name,
             "tasks": {tid: _task_structure(self.tasks[tid]) for tid in self.topological_order()},
             "groups": {gid: group.structure() for gid, group in self.task_groups.items()},
+            **self._partition_structure(),
         }
+
+    def _partition_structure(self) -> dict[str, Any]:
+        # Only a partitioned DAG has these keys: the others keep their version hashes.
+        if self._partition_mappers:
+            return {"partition_mappers": self._partition_mappers}
+        if isinstance(self.schedule, CronPartitionTimetable):
+            return {"partitioned_by_cron": True}
+        return {}
 
     def version_hash(self) -> str:
         return structure_hash(self.structure())

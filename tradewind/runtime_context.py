@@ -28,7 +28,8 @@ class DagRunInfo:
     logical_date: dt.datetime | None = None
     data_interval_start: dt.datetime | None = None
     data_interval_end: dt.datetime | None = None
-    # A CronPartitionTimetable DAG's scheduled run's partition (tradewind/asset_events.py).
+    # The partition the run is: stored for a partitioned DAG's run (scheduler/partition_runs.py),
+    # derived for a CronPartitionTimetable DAG's scheduled one (tradewind/asset_events.py).
     partition_key: str | None = None
     partition_date: dt.datetime | None = None
 
@@ -110,6 +111,8 @@ def task_context(details: Any, client: SupervisorClient, dag: Any, task: Any) ->
         details.logical_date,
         details.data_interval_start,
         details.data_interval_end,
+        details.partition_key,
+        details.partition_date,
     )
     return {
         "ti": ti,

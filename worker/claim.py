@@ -115,6 +115,8 @@ def claim_try(
             "logical_date": run.logical_date,
             "data_interval_start": run.data_interval_start,
             "data_interval_end": run.data_interval_end,
+            "partition_key": run.partition_key,
+            "partition_date": run.partition_date,
         },
     )
 
@@ -141,6 +143,8 @@ def _run_columns(task_spec: ColumnElement[Any]) -> tuple[ColumnElement[Any], ...
         _RUN.c.logical_date,
         _RUN.c.data_interval_start,
         _RUN.c.data_interval_end,
+        _RUN.c.partition_key,
+        _RUN.c.partition_date,
         _DAG.c.fileloc,
         task_spec.label("task_spec"),
         _DAG.c.structure["params"].label("params"),

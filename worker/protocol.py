@@ -196,6 +196,9 @@ class TaskDetails(_Message):
     logical_date: dt.datetime | None = None
     data_interval_start: dt.datetime | None = None
     data_interval_end: dt.datetime | None = None
+    # A partitioned DAG's run: the partition it is (``dag_run.partition_key``).
+    partition_key: str | None = None
+    partition_date: dt.datetime | None = None
     # Upstream XComs already resolved, for runtime tasks that do not parse the DAG.
     arguments: dict[str, Any] = Field(default_factory=dict)
 

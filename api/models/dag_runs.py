@@ -81,7 +81,12 @@ def _duration(run: DagRun) -> float | None:
 
 
 def _triggered_by(run_type: str) -> str | None:
-    return {"manual": "rest_api", "test": "test", "scheduled": "timetable"}.get(run_type)
+    return {
+        "manual": "rest_api",
+        "test": "test",
+        "scheduled": "timetable",
+        "asset_triggered": "asset",
+    }.get(run_type)
 
 
 def dag_run_response(run: DagRun) -> DAGRunResponse:
@@ -102,4 +107,6 @@ def dag_run_response(run: DagRun) -> DAGRunResponse:
         conf=run.conf,
         bundle_version=run.version_hash,
         dag_display_name=run.dag_id,
+        partition_key=run.partition_key,
+        partition_date=run.partition_date,
     )

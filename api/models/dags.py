@@ -120,6 +120,7 @@ def _dag_fields(model: DagModel, view: DagStructure, has_import_errors: bool) ->
         "timetable_summary": view.schedule,
         "timetable_description": view.schedule,
         "timetable_periodic": view.schedule is not None,
+        "timetable_partitioned": view.partition_mappers is not None,
         "tags": [
             DagTagResponse(name=tag, dag_id=model.dag_id, dag_display_name=model.dag_id)
             for tag in view.tags

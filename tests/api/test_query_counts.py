@@ -43,3 +43,25 @@ def test_listing_task_instances_does_not_grow_with_the_run(
     few = _statements(api, home, viewer, base.format("small") + "/double/listMapped")
     many = _statements(api, home, viewer, base.format("large") + "/double/listMapped?limit=1000")
     assert few == many
+
+
+def test_asset_and_backfill_listings_do_not_grow_with_their_rows(
+    api: TestClient, as_role: Headers, home: Home
+) -> None:
+    from state.assets import EventSource, OutletEvent, record_events
+    from state.models import utcnow
+
+    viewer = as_role("viewer")
+    paths = ("/api/v2/assets", "/api/v2/assets/events", "/api/v2/assets/aliases")
+    source = EventSource("etl", "r1", "load")
+
+    def add_events(count: int) -> None:
+        events = [OutletEvent(f"s3://a/{n}", alias=f"al{n % 3}") for n in range(count)]
+        with session_scope(home.url) as session:
+            record_events(session, source, events, utcnow())
+
+    add_events(2)
+    few = [_statements(api, home, viewer, path) for path in paths]
+    add_events(40)
+    assert [_statements(api, home, viewer, path) for path in paths] == few
+    assert max(few) <= 8

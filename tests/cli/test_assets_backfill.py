@@ -54,7 +54,7 @@ def test_backfill_creates_a_queued_run_per_interval_once(cli: Cli, env: CliEnv) 
         "dags", "backfill", "daily", "--from-date", "2024-01-01", "--to-date", "2024-01-03"
     )
     assert result.exit_code == 0, result.output
-    assert "3 runs created" in result.stdout
+    assert "backfill 1 of daily: 3 runs created" in result.stdout
     assert runs("daily") == [
         (f"backfill__2024-01-0{day}T00:00:00+00:00", "backfill", "queued") for day in (2, 3, 4)
     ]
@@ -70,6 +70,7 @@ def test_backfill_creates_a_queued_run_per_interval_once(cli: Cli, env: CliEnv) 
     )
     document = json.loads(again.stdout)
     assert len(document["created"]) == 1 and len(document["existing"]) == 2
+    assert document["backfill_id"] == 2  # each backfill is kept, the API lists them
 
 
 def test_the_scheduler_starts_backfill_runs_within_max_active_runs(
@@ -91,7 +92,7 @@ def test_backfill_refuses_bad_input_in_one_line(cli: Cli, env: CliEnv) -> None:
     reversed_ = cli(
         "dags", "backfill", "daily", "--from-date", "2024-02-01", "--to-date", "2024-01-01"
     )
-    assert "is before --from-date" in one_error_line(reversed_)
+    assert "is before from date" in one_error_line(reversed_)
     unscheduled = cli(
         "dags", "backfill", "on_report", "--from-date", "2024-01-01", "--to-date", "2024-01-02"
     )

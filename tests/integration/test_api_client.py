@@ -2,8 +2,9 @@
 
 The server, a scheduler and a Celery worker run as processes of the fleet; the client
 (``apache-airflow-client`` 3.3) lists DAGs, unpauses, triggers with conf, waits for the run,
-reads task instances, a log and an XCom, and edits pools and variables, as it would against
-Airflow 3.3. Bad input comes back as one clear 4xx and changes nothing.
+reads task instances, a log and an XCom, edits pools and variables, lists assets, creates an
+asset event that triggers its consumer, and creates a backfill, as it would against Airflow 3.3.
+Bad input comes back as one clear 4xx and changes nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from airflow_client.client.exceptions import ApiException
 from tests.integration.conftest import Fleet
 
 DAGS = Path(__file__).parent / "api_dags"
+ASSET_DAGS = Path(__file__).parent / "api_asset_dags"
 PASSWORD = "s3cret-for-the-test"
 
 pytestmark = pytest.mark.integration
@@ -70,9 +72,8 @@ def _declare_large_body(base: str, path: str, headers: dict[str, str]) -> tuple[
         connection.close()
 
 
-@pytest.fixture
-def server(make_fleet: Callable[..., Fleet]) -> Iterator[tuple[Fleet, str]]:
-    fleet = make_fleet(DAGS)
+def _serve(make_fleet: Callable[..., Fleet], dags: Path) -> tuple[Fleet, str]:
+    fleet = make_fleet(dags)
     tradewind = [sys.executable, "-m", "tradewind.cli"]
     create = [*tradewind, "users", "create", "--username", "admin", "--password", PASSWORD]
     subprocess.run([*create, "--role", "admin"], env=fleet.env, check=True, timeout=60)
@@ -80,7 +81,17 @@ def server(make_fleet: Callable[..., Fleet]) -> Iterator[tuple[Fleet, str]]:
     fleet.start("api", [*tradewind, "api-server", "--host", "127.0.0.1", "--port", str(port)])
     base = f"http://127.0.0.1:{port}"
     fleet.wait_for(lambda: _answers(f"{base}/api/v2/monitor/health"), 60, "the API server")
-    yield fleet, base
+    return fleet, base
+
+
+@pytest.fixture
+def server(make_fleet: Callable[..., Fleet]) -> tuple[Fleet, str]:
+    return _serve(make_fleet, DAGS)
+
+
+@pytest.fixture
+def asset_server(make_fleet: Callable[..., Fleet]) -> tuple[Fleet, str]:
+    return _serve(make_fleet, ASSET_DAGS)
 
 
 def _client(base: str) -> airflow.ApiClient:
@@ -201,3 +212,55 @@ def test_bad_input_is_a_clear_4xx_and_changes_nothing(server: tuple[Fleet, str])
     code, reply = _post(f"{base}/auth/login", b"username=admin&password=" + PASSWORD.encode(), form)
     assert code == 403 and "CSRF" in str(reply["detail"])
     assert runs.get_dag_runs("greeting").total_entries == 0
+
+
+def _wait_for_runs(runs: airflow.DagRunApi, dag_id: str, run_type: str, count: int) -> list[Any]:
+    """The DAG's runs of ``run_type`` once ``count`` of them have ended."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        found = [r for r in runs.get_dag_runs(dag_id).dag_runs if r.run_type.value == run_type]
+        if len(found) >= count and all(r.state.value in ("success", "failed") for r in found):
+            return found
+        time.sleep(0.3)
+    raise AssertionError(f"{count} {run_type} runs of {dag_id} did not end")
+
+
+@pytest.mark.timeout(300)
+def test_an_asset_event_and_a_backfill_through_the_client(
+    asset_server: tuple[Fleet, str],
+) -> None:
+    fleet, base = asset_server
+    client = _client(base)
+    assets, runs = airflow.AssetApi(client), airflow.DagRunApi(client)
+    listed = assets.get_assets()
+    assert [(a.uri, a.name) for a in listed.assets] == [("s3://reports/daily", "daily_report")]
+    assert [d.dag_id for d in listed.assets[0].scheduled_dags] == ["read_report"]
+    fleet.start_scheduler()
+    fleet.start_worker()
+
+    body = airflow.CreateAssetEventsBody(asset_id=listed.assets[0].id, extra={"by": "hand"})
+    event = assets.create_asset_event(body)
+    assert (event.uri, event.extra) == ("s3://reports/daily", {"by": "hand", "from_rest_api": True})
+    # The producer's own scheduled run may update the asset too: one run or two, all done.
+    triggered = _wait_for_runs(runs, "read_report", "asset_triggered", 1)
+    assert {r.state.value for r in triggered} == {"success"}
+
+    backfills = airflow.BackfillApi(client)
+    dates = {"from_date": "2024-01-01T00:00:00Z", "to_date": "2024-01-02T00:00:00Z"}
+    dry = backfills.create_backfill_dry_run(
+        airflow.BackfillPostBody(dag_id="daily_report", **dates)
+    )
+    assert dry.total_entries == 2
+    created = backfills.create_backfill(airflow.BackfillPostBody(dag_id="daily_report", **dates))
+    assert [b.id for b in backfills.list_backfills(dag_id="daily_report").backfills] == [created.id]
+    ended = _wait_for_runs(runs, "daily_report", "backfill", 2)
+    assert [r.state.value for r in ended] == ["success", "success"]
+    assert backfills.get_backfill(created.id).completed_at is not None
+    with pytest.raises(ApiException) as done:
+        backfills.pause_backfill(created.id)
+    assert done.value.status == 409 and "already completed" in str(done.value.body)
+    # Each backfill run of the producer updated the asset: its events list them.
+    sources = {
+        e.source_dag_id for e in assets.get_asset_events(source_dag_id="daily_report").asset_events
+    }
+    assert sources == {"daily_report"}

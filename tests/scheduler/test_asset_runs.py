@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,7 +21,9 @@ from broker_config import message_of
 from scheduler import loop
 from scheduler.asset_runs import create_asset_triggered_runs
 from scheduler.loop import Scheduler
+from scheduler.timed_runs import create_due_runs, due_dags
 from state.assets import consume, list_assets, list_events, queued_assets
+from state.backfills import BackfillRequest, create_backfill
 from state.db import session_scope
 from state.models import AssetDagRunQueue, DagRun
 from state.runs import create_run
@@ -248,3 +251,22 @@ def test_a_cron_partition_run_is_the_partition_of_its_logical_date(home: Home) -
     with session_scope(home.url) as session:
         (event,) = list_events(session, "file:///data/clean")
     assert event.partition_key == key
+
+
+def test_a_cron_partition_dags_scheduled_and_backfilled_runs_store_their_partition(
+    home: Home,
+) -> None:
+    start = dt.datetime(2026, 6, 14, 1, tzinfo=dt.UTC)
+    with session_scope(home.url) as session:
+        request = BackfillRequest("hourly_partitions", start, start + dt.timedelta(hours=1))
+        create_backfill(session, request)
+        (due,) = [d for d in due_dags(session, start) if d.dag_id == "hourly_partitions"]
+        assert due.partitioned
+        started = replace(due, spec=replace(due.spec, start_date=start))  # a first run is due
+        assert create_due_runs(session, started, start + dt.timedelta(hours=5))
+    runs = runs_of(home, "hourly_partitions")
+    assert {"backfill", "scheduled"} == {run.run_type for run in runs}
+    assert ("backfill", "2026-06-14T02:00:00") in [(r.run_type, r.partition_key) for r in runs]
+    for run in runs:
+        assert run.logical_date is not None
+        assert run.partition_key == run.logical_date.strftime("%Y-%m-%dT%H:%M:%S")

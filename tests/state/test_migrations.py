@@ -163,3 +163,28 @@ def test_autogen_writes_a_migration_that_builds_the_models(
 def test_the_next_revision_id_follows_the_highest_number() -> None:
     number = int(head() or "0")
     assert autogen.next_revision_id(alembic_config("sqlite://")) == f"{number + 1:04d}"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_aliases_known_before_0006_get_ids(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path}/old.db" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    )
+    upgrade(url, "0005")
+    with get_engine(url).begin() as connection:
+        connection.execute(
+            text("INSERT INTO asset_alias_asset (alias_name, asset_id) VALUES ('nightly', 1)")
+        )
+        connection.execute(
+            text(
+                "INSERT INTO dag_asset_reference (dag_id, reference) VALUES"
+                " ('a', 'alias:nightly'), ('b', 'alias:hourly'), ('c', 'asset:s3://x')"
+            )
+        )
+    upgrade(url)
+    with get_engine(url).begin() as connection:
+        names = connection.execute(text('SELECT name, "group" FROM asset_alias ORDER BY name'))
+        assert names.all() == [("hourly", "asset"), ("nightly", "asset")]
+    assert check_models_match(url) == []

@@ -1,7 +1,8 @@
 """``tradewind dags backfill DAG_ID --from-date --to-date``: runs for the intervals of a range.
 
-The runs are created queued (``scheduler/backfill.py``); the scheduler starts them within the
-DAG's ``max_active_runs``. With ``--wait`` the command follows them to their end.
+The backfill and its queued runs are made by ``state.backfills.create_backfill``, as for
+``POST /api/v2/backfills``; the scheduler starts the runs within the DAG's ``max_active_runs``.
+With ``--wait`` the command follows them to their end.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Annotated
 import typer
 from sqlalchemy import select
 
-from scheduler.backfill import InvalidBackfill, create_backfill
+from state.backfills import BackfillRequest, InvalidBackfill, create_backfill
 from state.db import session_scope
 from state.enums import DagRunState
 from state.models import DagRun
@@ -47,17 +48,18 @@ def backfill(
     sync_folder(settings, url)
     try:
         with session_scope(url) as session:
-            done = create_backfill(session, dag_id, start, end)
+            done = create_backfill(session, BackfillRequest(dag_id, start, end))
     except InvalidBackfill as error:
         fail(str(error), EXIT_BAD_INPUT)
     except UnknownDag as error:
         fail(str(error))
     states = _wait(url, dag_id, done.created) if wait else {}
     if as_json:
-        document = {"dag_id": dag_id, "created": done.created, "existing": done.existing}
+        document = {"backfill_id": done.backfill_id, "dag_id": dag_id, "created": done.created}
+        document["existing"] = done.existing
         typer.echo(json.dumps({**document, "states": states}, indent=2))
     else:
-        typer.echo(f"backfill of {dag_id}: {len(done.created)} runs created")
+        typer.echo(f"backfill {done.backfill_id} of {dag_id}: {len(done.created)} runs created")
         for run_id in done.created:
             typer.echo(f"  {run_id}" + (f": {states[run_id]}" if run_id in states else ""))
         if done.existing:

@@ -44,6 +44,8 @@ def show(
         typer.echo(json.dumps(document, indent=2))
         return
     title = f"{dag_id} {run_id}: {document['state']} ({document['run_type']})"
+    if document["partition_key"] is not None:
+        title += f", partition {document['partition_key']}"
     print_task_instances(make_console(), title, document["task_instances"])
     for event in document["asset_events"]:
         typer.echo(
@@ -59,6 +61,8 @@ def run_record(run: DagRun) -> dict[str, Any]:
         "state": str(run.state),
         "run_type": run.run_type,
         "conf": run.conf,
+        "partition_key": run.partition_key,
+        "partition_date": run.partition_date.isoformat() if run.partition_date else None,
         "start_date": run.start_date.isoformat() if run.start_date else None,
         "end_date": run.end_date.isoformat() if run.end_date else None,
     }
