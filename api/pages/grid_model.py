@@ -303,6 +303,9 @@ def _cell(
                 total[state] = total.get(state, 0) + count
     if not total:
         return BLANK
-    ordered = tuple((s, total[s]) for s in SUMMARY_ORDER if s in total)
+    if len(total) == 1:  # most cells: one task instance, or all in one state
+        ordered: tuple[tuple[TaskInstanceState, int], ...] = tuple(total.items())
+    else:
+        ordered = tuple((s, total[s]) for s in SUMMARY_ORDER if s in total)
     href = None if row.is_group else f"/dags/{dag_id}/runs/{run_id}/tasks/{row.row_id}"
     return GridCell(ordered[0][0], ordered, sum(total.values()), href, row.mapped)
