@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from state.enums import DagRunState, TaskInstanceState
 from state.models import (
@@ -74,7 +74,9 @@ def list_dags(
 
 
 def get_dag(session: Session, dag_id: str) -> DagModel | None:
-    return session.get(DagModel, dag_id)
+    """The DAG, its structure loaded only when read (``state.structure.structure_of`` reads
+    it once per version: a large DAG's JSON is not decoded on every page)."""
+    return session.get(DagModel, dag_id, options=[defer(DagModel.structure)])
 
 
 def files_with_import_errors(session: Session, filelocs: Collection[str]) -> set[str]:

@@ -141,6 +141,9 @@ class TaskInstance(Base):
             postgresql_where=text("state = 'scheduled'"),
             sqlite_where=text("state = 'scheduled'"),
         ),
+        # A DAG's task instances in the API list's default order: a page across its runs is
+        # read from here, not sorted out of all of them (state/run_listing.py).
+        Index("ix_task_instance_listing", "dag_id", "map_index", "task_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

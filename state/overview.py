@@ -3,17 +3,18 @@
 Both are one statement whatever the size behind them: the latest runs of a page of DAGs are
 numbered per DAG by a window function and cut in SQL; a grid's cells are the task instances
 of its runs counted by (run, task, state) with GROUP BY, so a task mapped over 2,000 items is
-one row per state, not 2,000 rows (the grid's cost is its runs times its tasks, both bounded).
+one row per state, not 2,000 rows, and a window of a grid's rows counts the tasks of a group it
+does not show under that group (the cost is the runs times the rows shown, both bounded).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, case, func, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from state.enums import DagRunState, TaskInstanceState
 from state.models import DagRun, TaskInstance
@@ -106,19 +107,46 @@ class Cell:
         return sum(self.counts.values())
 
 
+_STATES = {state.value: state for state in TaskInstanceState}  # faster than the enum's lookup
+
+
 def grid_cells(
-    session: Session, dag_id: str, run_ids: Sequence[str]
+    session: Session,
+    dag_id: str,
+    run_ids: Sequence[str],
+    keyed: Mapping[str, str] | None = None,
 ) -> dict[tuple[str, str], Cell]:
-    """Each (run, task) of ``run_ids`` with its task instances counted by state (one query)."""
+    """Task instances of ``run_ids`` counted by state, by (run, task), in one query.
+
+    With ``keyed`` (task id -> the key to count it under), only those tasks, each under its
+    key: a grid's window counts a task group's tasks under the group, so the database adds up
+    a group of 4,000 tasks and the answer has a row per run, group and state, not 4,000.
+    """
     cells: dict[tuple[str, str], Cell] = {}
-    if not run_ids:
+    if not run_ids or (keyed is not None and not keyed):
         return cells
-    query = (
-        select(TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state, func.count())
-        .where(TaskInstance.dag_id == dag_id, TaskInstance.run_id.in_(list(run_ids)))
-        .group_by(TaskInstance.run_id, TaskInstance.task_id, TaskInstance.state)
+    key: ColumnElement[str] | InstrumentedAttribute[str] = TaskInstance.task_id
+    conditions = [TaskInstance.dag_id == dag_id, TaskInstance.run_id.in_(list(run_ids))]
+    if keyed is not None:
+        conditions.append(TaskInstance.task_id.in_(list(keyed)))
+        under: dict[str, list[str]] = {}
+        for task_id, row_id in keyed.items():
+            if row_id != task_id:
+                under.setdefault(row_id, []).append(task_id)
+        if under:
+            whens = [(TaskInstance.task_id.in_(tasks), row_id) for row_id, tasks in under.items()]
+            key = case(*whens, else_=TaskInstance.task_id)
+    # Grouped outside: PostgreSQL would not see the CASE in SELECT and in GROUP BY as one
+    # expression, each having its own bound parameters.
+    rows = (
+        select(TaskInstance.run_id, key.label("row_id"), TaskInstance.state)
+        .where(*conditions)
+        .subquery()
     )
-    for run_id, task_id, state, count in session.execute(query):
-        cell = cells.setdefault((run_id, task_id), Cell())
-        cell.counts[TaskInstanceState(state)] = int(count)
+    query = select(rows.c.run_id, rows.c.row_id, rows.c.state, func.count()).group_by(
+        rows.c.run_id, rows.c.row_id, rows.c.state
+    )
+    for run_id, row_id, state, count in session.execute(query):
+        cell = cells.setdefault((run_id, row_id), Cell())
+        cell.counts[_STATES[state]] = int(count)
     return cells

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from state.enums import DagRunState, TaskInstanceState
 from state.listing import contains
 from state.models import DagRun, TaskInstance, TaskStateValue, XCom, utcnow
-from state.paging import Page, page_of
+from state.paging import Page, ordering, page_of
 from state.values import TIKey
 
 ANY = "~"
@@ -114,10 +114,13 @@ _TI_ORDER = {
 }
 
 
+_TI_DEFAULT_ORDER = ("map_index", "task_id")
+_RUN_FIELDS = {"logical_date", "run_after"}  # the orderings that read the run
+_RUN_OF_TI = (DagRun.dag_id == TaskInstance.dag_id) & (DagRun.run_id == TaskInstance.run_id)
+
+
 def _ti_query() -> Select[TaskInstance, dt.datetime | None, dt.datetime]:
-    return select(TaskInstance, DagRun.logical_date, DagRun.created_at).join(
-        DagRun, (DagRun.dag_id == TaskInstance.dag_id) & (DagRun.run_id == TaskInstance.run_id)
-    )
+    return select(TaskInstance, DagRun.logical_date, DagRun.created_at).join(DagRun, _RUN_OF_TI)
 
 
 def _state_in(states: Sequence[str]) -> ColumnElement[bool]:
@@ -131,6 +134,30 @@ def _state_in(states: Sequence[str]) -> ColumnElement[bool]:
 def list_task_instances(
     session: Session, dag_id: str, run_id: str, page: Page, where: TIFilter = TIFilter()
 ) -> tuple[list[TIRow], int]:
+    """A page of task instances and how many match (two statements).
+
+    The page's ids are chosen first, ordered with ``id`` last so that pages never overlap (in
+    the default order they are read from ``ix_task_instance_listing``, not sorted out of every
+    task instance of the DAG); only those rows are then joined to their runs' dates. The count
+    reads the task instances alone: every one has its run (a run is deleted with them,
+    ``state.marking``).
+    """
+    conditions = _ti_conditions(dag_id, run_id, where)
+    fields = page.order_by or _TI_DEFAULT_ORDER
+    terms = [*ordering(fields, _TI_ORDER), TaskInstance.id.asc()]
+    ids = select(TaskInstance.id).where(*conditions)
+    if any(field.removeprefix("-") in _RUN_FIELDS for field in fields):
+        ids = ids.join(DagRun, _RUN_OF_TI)
+    page_ids = ids.order_by(*terms).limit(page.bounded_limit).offset(max(page.offset, 0)).subquery()
+    query = _ti_query().join(page_ids, TaskInstance.id == page_ids.c.id).order_by(*terms)
+    rows = [
+        TIRow(ti, logical_date, run_after) for ti, logical_date, run_after in session.execute(query)
+    ]
+    total = session.scalar(select(func.count()).select_from(TaskInstance).where(*conditions))
+    return rows, int(total or 0)
+
+
+def _ti_conditions(dag_id: str, run_id: str, where: TIFilter) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool] | None] = [
         TaskInstance.dag_id == dag_id if dag_id != ANY else None,
         TaskInstance.run_id == run_id if run_id != ANY else None,
@@ -144,9 +171,7 @@ def list_task_instances(
         TaskInstance.try_number.in_(list(where.try_numbers)) if where.try_numbers else None,
         TaskInstance.map_index.in_(list(where.map_indexes)) if where.map_indexes else None,
     ]
-    query = _ti_query().where(*[c for c in conditions if c is not None])
-    rows, total = page_of(session, query, page, _TI_ORDER, ["map_index", "task_id"])
-    return [TIRow(row[0], row[1], row[2]) for row in rows], total
+    return [c for c in conditions if c is not None]
 
 
 def get_task_instance(session: Session, key: TIKey) -> TIRow:

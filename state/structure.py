@@ -223,8 +223,14 @@ class _Stored(Protocol):
 
 
 def structure_of(dag_model: _Stored) -> DagStructure:
-    """The typed structure of a stored DAG, parsed once per version."""
-    return parse_structure(dag_model.structure, dag_model.version_hash)
+    """The typed structure of a stored DAG, parsed once per version.
+
+    A version already parsed is not read again: with the column deferred (``state.listing.
+    get_dag``), a DAG of 5,000 tasks is not fetched and decoded from JSON on every request.
+    """
+    version = dag_model.version_hash
+    parsed = _PARSED.get(version) if version is not None else None
+    return parsed if parsed is not None else parse_structure(dag_model.structure, version)
 
 
 def structures_of(session: Session, versions: Mapping[str, str | None]) -> dict[str, DagStructure]:

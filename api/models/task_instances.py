@@ -11,7 +11,7 @@ import getpass
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from state.enums import TaskInstanceState
 from state.models import TaskInstance
@@ -58,7 +58,7 @@ class TaskInstanceResponse(_TryFields):
     run_after: dt.datetime
     note: str | None = None
     rendered_map_index: str | None
-    rendered_fields: dict[str, Any] = {}
+    rendered_fields: dict[str, Any] = Field(default_factory=dict)  # no deepcopy per row
     trigger: dict[str, Any] | None = None
     triggerer_job: dict[str, Any] | None = None
 

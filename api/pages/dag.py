@@ -1,8 +1,9 @@
 """``/dags/{dag_id}``: one DAG's grid, graph, code and details, and its trigger form.
 
 The grid is a partial of its own (``/dags/{dag_id}/grid``) that the page polls, so a run's
-cells change colour without a reload. Whatever the runs' size it costs three statements:
-the DAG, its latest runs, and one aggregate of their task instances by (run, task, state).
+cells change colour without a reload. It shows a window of ``GRID_ROWS`` rows (``?rows=2``
+is the second), so whatever the DAG's and the runs' size it costs three statements: the DAG,
+its latest runs, and one aggregate of the window's task instances by (run, row, state).
 The trigger form posts its fields; a conf the params refuse comes back with the errors by
 field and creates nothing.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, status
 from fastapi.responses import HTMLResponse, Response
@@ -20,7 +22,7 @@ from api.csrf import FormPost
 from api.deps import DbSession, PageCanRun, PageRefused, PageUser
 from api.pages.common import back_to, flash
 from api.pages.graph_layout import layout
-from api.pages.grid_model import build_grid, summary_state
+from api.pages.grid_model import RowWindow, build_grid, counted_keys, grid_rows, summary_state
 from api.pages.trigger_form import RUN_ID_FIELD, fields_of, read_form
 from api.structure import dag_view, owners
 from api.templating import render
@@ -49,11 +51,32 @@ def _runs_wanted(request: Request) -> int:
     return min(int(raw), MAX_GRID_RUNS) if raw.isdigit() and int(raw) > 0 else GRID_RUNS
 
 
-def _grid_context(session: DbSession, model: DagModel, runs_wanted: int) -> dict[str, Any]:
+def _rows_page(request: Request) -> int:
+    raw = request.query_params.get("rows", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+
+
+def _grid_context(session: DbSession, model: DagModel, request: Request) -> dict[str, Any]:
+    """The window of rows the URL names (``?rows=N``, pages of ``GRID_ROWS``) by the runs."""
+    runs_wanted = _runs_wanted(request)
+    rows = grid_rows(dag_view(model))
+    window = RowWindow.at(_rows_page(request), len(rows))
+    shown = window.of(rows)
     runs = recent_runs(session, model.dag_id, runs_wanted)
-    cells = grid_cells(session, model.dag_id, [run.run_id for run in runs])
-    grid = build_grid(model.dag_id, dag_view(model), runs, cells)
-    return {"grid": grid, "runs_wanted": runs_wanted}
+    keyed = counted_keys(shown)
+    cells = grid_cells(session, model.dag_id, [run.run_id for run in runs], keyed)
+    grid = build_grid(model.dag_id, window, shown, runs, cells)
+    return {
+        "grid": grid,
+        "runs_wanted": runs_wanted,
+        "grid_query": _grid_query(window, runs_wanted),
+    }
+
+
+def _grid_query(window: RowWindow, runs_wanted: int) -> str:
+    """The query string that names this grid (the page's links and its poll keep it)."""
+    query = {"runs": runs_wanted} | ({"rows": window.page} if window.page > 1 else {})
+    return urlencode(query)
 
 
 def _graph_context(session: DbSession, model: DagModel) -> dict[str, Any]:
@@ -91,7 +114,7 @@ def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) 
     tab = tab if tab in TABS else "grid"
     context = _page_context(request, model, user, tab)
     if tab == "grid":
-        context |= _grid_context(session, model, _runs_wanted(request))
+        context |= _grid_context(session, model, request)
     elif tab == "graph":
         context |= _graph_context(session, model)
     elif tab == "code":
@@ -103,7 +126,7 @@ def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) 
 def dag_grid(request: Request, dag_id: str, session: DbSession, _user: PageUser) -> Response:
     """The grid alone: what the page polls to follow its runs."""
     model = _dag_or_404(session, dag_id)
-    context = _grid_context(session, model, _runs_wanted(request))
+    context = _grid_context(session, model, request)
     return render(request, "partials/dag/grid.html", context)
 
 

@@ -1,16 +1,23 @@
 """The grid of a DAG's page, as data: its rows (task groups and tasks, in the structure's
-order, nested) and, for each row and run, one cell summarising its task instances.
+order, nested), a window of them, and, for each row of the window and run, one cell
+summarising its task instances.
 
-A cell is counts by state (``state.overview.grid_cells``, one aggregate query for the whole
-grid), so a task mapped over 2,000 items is one cell, drawn as a bar split by state; a
-group's cell adds up its tasks'. Which state a cell shows first follows what needs a person's
+A cell is counts by state (``state.overview.grid_cells``, one aggregate query for the window:
+a group's tasks are added up by the database), so a task mapped over 2,000 items is one cell,
+drawn as a bar split by state. Which state a cell shows first follows what needs a person's
 eye first: a failure before a retry before running work before success.
+
+What a request costs is bounded by the window (``GRID_ROWS`` rows by the runs shown), not by
+the DAG: the row layout is derived once per structure version and kept with it, the query
+counts only the window's rows, and the page draws only them, with links to the other rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from markupsafe import Markup, escape
 
 from api.pages.graph_layout import short_name
 from state.enums import TaskInstanceState
@@ -18,6 +25,9 @@ from state.overview import Cell, RunSummary
 from state.structure import DagStructure
 
 TI = TaskInstanceState
+
+#: The rows one window of the grid shows (the rest is a link away).
+GRID_ROWS = 50
 
 #: The state a cell of several task instances shows: the first of these it has.
 SUMMARY_ORDER = (
@@ -62,6 +72,7 @@ class GridCell:
     counts: tuple[tuple[TaskInstanceState, int], ...] = ()
     total: int = 0
     href: str | None = None
+    mapped: bool = False  # drawn as a bar even with one task instance
 
     @property
     def title(self) -> str:
@@ -69,33 +80,67 @@ class GridCell:
             return "no task instance"
         return ", ".join(f"{state} {count}" for state, count in self.counts)
 
-    def share(self, count: int) -> float:
-        """The percentage of the cell's bar a state's count fills."""
-        return 100.0 * count / self.total if self.total else 0.0
+    @property
+    def bars(self) -> list[tuple[TaskInstanceState, str]]:
+        """Each state of the cell with the share of the bar it fills, as a CSS width."""
+        return [(state, f"{100.0 * count / self.total:.1f}%") for state, count in self.counts]
 
 
-def grid_rows(structure: DagStructure) -> list[Row]:
-    """Groups and tasks in the structure's order, each group before its own rows."""
-    children: dict[str | None, list[tuple[str, bool]]] = {}
+BLANK = GridCell(None)
+
+
+def grid_rows(structure: DagStructure) -> tuple[Row, ...]:
+    """Groups and tasks in the structure's order, each group before its own rows.
+
+    Derived once per structure version (kept in its ``memo``): the grid's poll asks for it
+    every few seconds, and a DAG of 5,000 tasks takes tens of milliseconds to lay out.
+    """
+    rows: tuple[Row, ...] | None = structure.memo.get("grid_rows")
+    if rows is None:
+        rows = structure.memo["grid_rows"] = tuple(_layout(structure))
+    return rows
+
+
+def _layout(structure: DagStructure) -> list[Row]:
+    order = {task_id: index for index, task_id in enumerate(structure.upstream_first())}
+    first = _first_tasks(structure, order)
+    children: dict[str | None, list[tuple[int, str, bool]]] = {}
     for group_id, group in structure.groups.items():
-        children.setdefault(group.parent, []).append((group_id, True))
+        children.setdefault(group.parent, []).append(
+            (first.get(group_id, len(order)), group_id, True)
+        )
     for task_id, spec in structure.tasks.items():
-        children.setdefault(spec.group, []).append((task_id, False))
+        children.setdefault(spec.group, []).append((order[task_id], task_id, False))
+    for level in children.values():
+        level.sort(key=lambda node: node[0])  # stable: groups before tasks on a tie
     rows: list[Row] = []
     _walk(structure, children, None, (), rows)
     return rows
 
 
+def _first_tasks(structure: DagStructure, order: Mapping[str, int]) -> dict[str, int]:
+    """Each group's earliest task in ``order``, its nested groups' included (one pass)."""
+    first: dict[str, int] = {}
+    for task_id, spec in structure.tasks.items():
+        index, group_id = order[task_id], spec.group
+        # An ancestor's first is never later than its child's: stop at the first that holds.
+        while group_id is not None and first.get(group_id, len(order)) > index:
+            first[group_id] = index
+            group = structure.groups.get(group_id)
+            group_id = group.parent if group is not None else None
+    return first
+
+
 def _walk(
     structure: DagStructure,
-    children: Mapping[str | None, Sequence[tuple[str, bool]]],
+    children: Mapping[str | None, Sequence[tuple[int, str, bool]]],
     parent: str | None,
     parents: tuple[str, ...],
     rows: list[Row],
 ) -> list[str]:
     """Append the rows under ``parent``; return every task id under it."""
     tasks: list[str] = []
-    for node_id, is_group in _ordered(structure, children.get(parent, ())):
+    for _index, node_id, is_group in children.get(parent, ()):
         if is_group:
             group = structure.groups[node_id]
             at = len(rows)
@@ -113,53 +158,154 @@ def _walk(
     return tasks
 
 
-def _ordered(structure: DagStructure, nodes: Iterable[tuple[str, bool]]) -> list[tuple[str, bool]]:
-    """A level's groups and tasks in the order of their first task, upstream first."""
-    order = {task_id: index for index, task_id in enumerate(structure.upstream_first())}
+@dataclass(frozen=True)
+class RowWindow:
+    """Rows ``start`` (from 0) to ``start + limit`` of ``total``: the part of the grid drawn."""
 
-    def first_task(node: tuple[str, bool]) -> int:
-        node_id, is_group = node
-        if not is_group:
-            return order[node_id]
-        prefix = f"{node_id}."
-        found = [index for task_id, index in order.items() if task_id.startswith(prefix)]
-        return min(found, default=len(order))
+    start: int
+    limit: int
+    total: int
 
-    return sorted(nodes, key=first_task)
+    @classmethod
+    def at(cls, page: int, total: int, limit: int = GRID_ROWS) -> RowWindow:
+        """The window of page ``page`` (from 1); past the last page, the last page."""
+        last_page = max(1, -(-total // limit))
+        return cls((min(max(page, 1), last_page) - 1) * limit, limit, total)
+
+    @property
+    def page(self) -> int:
+        return self.start // self.limit + 1
+
+    @property
+    def first(self) -> int:
+        """The first row shown, counted from 1 as a person reads "rows 1 to 50 of 200"."""
+        return min(self.total, self.start + 1)
+
+    @property
+    def last(self) -> int:
+        return min(self.total, self.start + self.limit)
+
+    @property
+    def previous(self) -> int | None:
+        return self.page - 1 if self.start > 0 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.page + 1 if self.start + self.limit < self.total else None
+
+    def of(self, rows: Sequence[Row]) -> list[Row]:
+        """The window's rows, after the groups it starts inside of (their heads are on an
+        earlier page: without them a page would open on tasks of no visible group)."""
+        shown = list(rows[self.start : self.start + self.limit])
+        if not shown or not shown[0].parents:
+            return shown
+        heads = {row.row_id: row for row in rows[: self.start] if row.is_group}
+        return [heads[group] for group in shown[0].parents if group in heads] + shown
+
+
+def counted_keys(rows: Sequence[Row]) -> dict[str, str]:
+    """What ``state.overview.grid_cells`` counts for a window, and under which row: each task
+    of the window under itself, each other task of a group of the window under the deepest
+    such group (``build_grid`` adds the rows under a group to its cell)."""
+    keyed: dict[str, str] = {}
+    for row in sorted((row for row in rows if row.is_group), key=lambda row: -row.depth):
+        for task_id in row.tasks:
+            keyed.setdefault(task_id, row.row_id)
+    keyed.update((row.row_id, row.row_id) for row in rows if not row.is_group)
+    return keyed
+
+
+@dataclass
+class GridLine:
+    """One row of the window and its cells, one a run, oldest run first."""
+
+    row: Row
+    cells: list[GridCell]
+
+    @property
+    def markup(self) -> Markup:
+        """The row's cells as HTML (``<td>`` each), written here rather than in the template.
+
+        A cell is the grid's unit, repeated up to 5,000 times a page: as template code it cost
+        about 0.1 ms a cell in escaping alone; here each id is escaped once per row.
+        """
+        row_id = escape(self.row.row_id)
+        return Markup("".join(_cell_html(row_id, cell) for cell in self.cells))
+
+
+_BLANK_HTML = '<td><span class="cell blank" title="no task instance"></span></td>'
+
+
+def _cell_html(row_id: str, cell: GridCell) -> str:
+    if not cell.total:
+        return _BLANK_HTML
+    href = f' href="{escape(cell.href)}"' if cell.href else ""
+    if cell.total > 1 or cell.mapped:
+        bars = "".join(f'<span class="state-{s}" style="width:{w}"></span>' for s, w in cell.bars)
+        return (
+            f'<td><a class="cell multi"{href} title="{row_id}: {cell.title}"'
+            f' data-state="{cell.state}">{bars}</a></td>'
+        )
+    return (
+        f'<td><a class="cell state-{cell.state}"{href} title="{row_id}: {cell.state}"'
+        f' data-state="{cell.state}"></a></td>'
+    )
 
 
 @dataclass
 class Grid:
-    """Rows by runs (oldest run first, as the grid reads left to right) and their cells."""
+    """A window of rows by runs (oldest run first, as the grid reads left to right)."""
 
     dag_id: str
-    rows: list[Row]
+    window: RowWindow
     runs: list[RunSummary]
-    cells: dict[tuple[str, str], GridCell] = field(default_factory=dict)
-
-    def cell(self, row_id: str, run_id: str) -> GridCell:
-        return self.cells.get((row_id, run_id), GridCell(None))
+    lines: list[GridLine] = field(default_factory=list)
+    continued: frozenset[str] = frozenset()  # the groups whose heads are on an earlier page
 
 
 def build_grid(
     dag_id: str,
-    structure: DagStructure,
+    window: RowWindow,
+    rows: Sequence[Row],
     runs_newest_first: Sequence[RunSummary],
     counts: Mapping[tuple[str, str], Cell],
 ) -> Grid:
-    grid = Grid(dag_id, grid_rows(structure), list(reversed(runs_newest_first)))
-    for run in grid.runs:
-        for row in grid.rows:
-            members = row.tasks if row.is_group else (row.row_id,)
-            total: dict[TaskInstanceState, int] = {}
-            for task_id in members:
-                for state, count in counts.get((run.run_id, task_id), Cell()).counts.items():
-                    total[state] = total.get(state, 0) + count
-            if not total:
-                continue
-            ordered = tuple((s, total[s]) for s in SUMMARY_ORDER if total.get(s))
-            href = None if row.is_group else f"/dags/{dag_id}/runs/{run.run_id}/tasks/{row.row_id}"
-            grid.cells[(row.row_id, run.run_id)] = GridCell(
-                summary_state(total), ordered, sum(total.values()), href
-            )
+    """The grid of ``rows`` (a window's), from counts keyed as ``counted_keys`` asks them.
+
+    A group's cell adds up the counts kept under its own id (its tasks outside the window)
+    and those of the rows of the window under it.
+    """
+    heads = len(rows) - (window.last - window.first + 1)  # the groups ``RowWindow.of`` added
+    continued = frozenset(row.row_id for row in rows[: max(heads, 0)])
+    grid = Grid(dag_id, window, list(reversed(runs_newest_first)), continued=continued)
+    under: dict[str, list[str]] = {row.row_id: [row.row_id] for row in rows}
+    for row in rows:
+        for parent in row.parents:
+            if parent in under:
+                under[parent].append(row.row_id)
+    for row in rows:
+        cells = [_cell(dag_id, row, run.run_id, under[row.row_id], counts) for run in grid.runs]
+        grid.lines.append(GridLine(row, cells))
     return grid
+
+
+def _cell(
+    dag_id: str, row: Row, run_id: str, keys: Sequence[str], counts: Mapping[tuple[str, str], Cell]
+) -> GridCell:
+    if len(keys) == 1:  # a task, or a group whose rows are all outside the window
+        found = counts.get((run_id, keys[0]))
+        total = found.counts if found is not None else {}
+    else:
+        total = {}
+        for key in keys:
+            cell = counts.get((run_id, key))
+            for state, count in cell.counts.items() if cell is not None else ():
+                total[state] = total.get(state, 0) + count
+    if not total:
+        return BLANK
+    if len(total) == 1:  # most cells: one task instance, or all in one state
+        ordered: tuple[tuple[TaskInstanceState, int], ...] = tuple(total.items())
+    else:
+        ordered = tuple((s, total[s]) for s in SUMMARY_ORDER if s in total)
+    href = None if row.is_group else f"/dags/{dag_id}/runs/{run_id}/tasks/{row.row_id}"
+    return GridCell(ordered[0][0], ordered, sum(total.values()), href, row.mapped)

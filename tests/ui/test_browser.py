@@ -157,3 +157,51 @@ def test_the_resource_pages(page: Any, sqlite_home: Home, shoot: Shoot) -> None:
     shoot(page, "connections")
     page.click("nav.main >> text=Users")
     shoot(page, "users")
+
+
+def test_a_wide_grid_pages_its_rows_and_a_grouped_one_folds(
+    page: Any, sqlite_home: Home, shoot: Shoot
+) -> None:
+    from state.db import session_scope
+    from state.enums import TaskInstanceState as TI
+    from state.models import TaskInstance
+    from tests.ui.test_dag_page import WIDE_DAG
+    from tests.ui.test_grid_window import GROUPED_DAG
+
+    sqlite_home.write_dag(WIDE_DAG, "wide.py")
+    sqlite_home.write_dag(GROUPED_DAG, "grouped.py")
+    sqlite_home.sync()
+    cycle = [TI.SUCCESS, TI.SUCCESS, TI.FAILED, TI.RUNNING, TI.UP_FOR_RETRY, TI.SKIPPED]
+    for index in range(25):
+        sqlite_home.trigger("wide", run_id=f"w{index:02}")
+        with session_scope(sqlite_home.url) as session:
+            query = session.query(TaskInstance).filter_by(dag_id="wide", run_id=f"w{index:02}")
+            if index < 23:  # the last two runs are still to be scheduled
+                query.update({"state": cycle[index % len(cycle)]})
+    page.goto("/dags/wide")
+    assert page.locator("table.grid tbody tr").count() == 50
+    assert page.locator("nav.grid-rows").first.inner_text().count("Rows 1\N{EN DASH}50 of 200") == 1
+    shoot(page, "grid-wide-rows-1")
+    page.locator("nav.grid-rows a", has_text="Next rows").first.click()
+    page.wait_for_url("**/dags/wide?runs=25&rows=2")
+    assert page.locator("tr[data-row-id='t050']").is_visible()
+    shoot(page, "grid-wide-rows-2")
+
+    for index, mix in enumerate([[TI.SUCCESS, TI.SUCCESS], [TI.SUCCESS, TI.FAILED], [TI.RUNNING]]):
+        run_id = f"g{index}"
+        sqlite_home.trigger("grouped", run_id=run_id)
+        with session_scope(sqlite_home.url) as session:
+            query = session.query(TaskInstance).filter_by(dag_id="grouped", run_id=run_id)
+            query.filter(TaskInstance.task_id != "fan").update({"state": mix[0]})
+            query.filter_by(task_id="fan").delete()
+            session.add_all(
+                TaskInstance(dag_id="grouped", run_id=run_id, task_id="fan", map_index=i, state=s)
+                for i, s in enumerate(mix)
+            )
+    page.goto("/dags/grouped?rows=2")
+    assert page.locator("tr[data-row-id='fan'] a.cell.multi").count() == 3
+    shoot(page, "grid-grouped-rows-2")
+    page.goto("/dags/grouped")
+    page.click("button.group-toggle[data-group='g0']")
+    assert page.locator("tr[data-row-id='g0.t00']").is_hidden()
+    shoot(page, "grid-grouped-folded")
