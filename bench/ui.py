@@ -196,6 +196,7 @@ def populate(url: str) -> None:
                                        key=batch_key(number), value=value))  # fmt: skip
     with get_engine(url).connect() as connection:  # what autovacuum does after a bulk load
         connection.execute(text("ANALYZE"))
+        connection.commit()  # in a transaction, the statistics are rolled back with it
 
 
 def sign_in(client: TestClient) -> None:

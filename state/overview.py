@@ -146,7 +146,8 @@ def grid_cells(
     query = select(rows.c.run_id, rows.c.row_id, rows.c.state, func.count()).group_by(
         rows.c.run_id, rows.c.row_id, rows.c.state
     )
-    for run_id, row_id, state, count in session.execute(query):
+    # On the session's connection: a plain SELECT of up to a window's cells, no ORM step.
+    for run_id, row_id, state, count in session.connection().execute(query):
         cell = cells.setdefault((run_id, row_id), Cell())
         cell.counts[_STATES[state]] = int(count)
     return cells
