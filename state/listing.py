@@ -64,11 +64,15 @@ def list_dags(
 ) -> tuple[list[DagModel], int]:
     # The structure is read through ``structure_of`` (once per version), never with the row: a
     # DAG of 5,000 tasks would decode its JSON on every list otherwise.
-    query = select(DagModel).options(defer(DagModel.structure)).where(
-        *present(
-            DagModel.is_paused.is_(where.paused) if where.paused is not None else None,
-            DagModel.is_active.is_(True) if where.exclude_stale else None,
-            contains(DagModel.dag_id, where.dag_id_pattern),
+    query = (
+        select(DagModel)
+        .options(defer(DagModel.structure))
+        .where(
+            *present(
+                DagModel.is_paused.is_(where.paused) if where.paused is not None else None,
+                DagModel.is_active.is_(True) if where.exclude_stale else None,
+                contains(DagModel.dag_id, where.dag_id_pattern),
+            )
         )
     )
     rows, total = page_of(session, query, page, _DAG_ORDER, ["dag_id"])
