@@ -96,7 +96,7 @@ def recent_runs(session: Session, dag_id: str, limit: int) -> list[RunSummary]:
     return [_summary(row) for row in session.execute(query)]
 
 
-@dataclass
+@dataclass(slots=True)
 class Cell:
     """One task in one run: how many of its task instances are in each state."""
 
@@ -146,8 +146,10 @@ def grid_cells(
     query = select(rows.c.run_id, rows.c.row_id, rows.c.state, func.count()).group_by(
         rows.c.run_id, rows.c.row_id, rows.c.state
     )
-    # On the session's connection: a plain SELECT of up to a window's cells, no ORM step.
-    for run_id, row_id, state, count in session.connection().execute(query):
+    # On the session's connection: a plain SELECT of up to a window's cells, no ORM step, its
+    # rows fetched at once (iterating a result fetches them one by one from the driver: a
+    # window's 1,250 rows took longer so than the query itself).
+    for run_id, row_id, state, count in session.connection().execute(query).all():
         cell = cells.setdefault((run_id, row_id), Cell())
         cell.counts[_STATES[state]] = int(count)
     return cells

@@ -4,15 +4,23 @@ once per structure version, and a request's statements the same whatever the DAG
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from api.pages.grid_model import GRID_ROWS, RowWindow, build_grid, counted_keys, grid_rows
+from api.pages.grid_model import (
+    GRID_ROWS,
+    Row,
+    RowWindow,
+    build_grid,
+    counted_keys,
+    grid_rows,
+)
 from state.db import session_scope
-from state.enums import TaskInstanceState
+from state.enums import DagRunState, TaskInstanceState
 from state.models import TaskInstance
-from state.overview import grid_cells, recent_runs
+from state.overview import Cell, RunSummary, grid_cells, recent_runs
 from state.structure import structure_of
 from tests.state.harness import Home, counting_statements
 
@@ -85,6 +93,34 @@ def test_a_window_names_its_rows_and_stays_within_them() -> None:
     assert (empty.first, empty.last, empty.next) == (0, 0, None)
 
 
+def test_a_cell_summarises_its_states_and_its_html_escapes_the_ids() -> None:
+    rows = (
+        Row("g", "g", 0, is_group=True, tasks=("g.<b>",)),
+        Row("g.<b>", "<b>", 1, parents=("g",)),
+    )
+    runs = [_summary("r&2"), _summary("r1")]  # newest first
+    counts = {
+        ("r1", "g.<b>"): Cell({TI.SUCCESS: 1}),
+        ("r&2", "g.<b>"): Cell({TI.SUCCESS: 2, TI.UP_FOR_RESCHEDULE: 1, TI.FAILED: 1}),
+    }
+    grid = build_grid("d", RowWindow.at(1, 2), rows, runs, counts)
+    group, line = grid.lines
+    assert line.cells[0].state == TI.SUCCESS and line.cells[0].total == 1
+    mixed = line.cells[1]
+    assert mixed.state == TI.FAILED  # a failure first, then what waits, then success
+    assert mixed.counts == ((TI.FAILED, 1), (TI.UP_FOR_RESCHEDULE, 1), (TI.SUCCESS, 2))
+    assert group.cells[1].counts == mixed.counts and group.href(1) is None
+    assert line.href(1) == "/dags/d/runs/r&amp;2/tasks/g.&lt;b&gt;"
+    html = str(line.markup)
+    assert "<b>" not in html and 'title="g.&lt;b&gt;: success"' in html
+    assert 'title="g.&lt;b&gt;: failed 1, up_for_reschedule 1, success 2"' in html
+
+
+def _summary(run_id: str) -> RunSummary:
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    return RunSummary(run_id, DagRunState.RUNNING, "manual", None, when, when, None)
+
+
 def test_a_group_cell_counts_its_tasks_outside_the_window(home: Home) -> None:
     _grouped(home)
     home.trigger("grouped", run_id="r1")
@@ -104,7 +140,9 @@ def test_a_group_cell_counts_its_tasks_outside_the_window(home: Home) -> None:
     group = next(line for line in grid.lines if line.row.row_id == "g1")
     assert group.cells[0].counts == ((TI.FAILED, 1), (TI.SUCCESS, 29))
     g0 = grid.lines[0].cells[0]
-    assert g0.total == 31 and g0.href is None
+    assert g0.total == 31 and grid.lines[0].href(0) is None  # a group links nowhere
+    task = next(line for line in grid.lines if line.row.row_id == "g1.t15")
+    assert task.href(0) == "/dags/grouped/runs/r1/tasks/g1.t15"
 
 
 def test_the_grid_pages_its_rows_and_the_poll_keeps_the_page(signed_in: Client, home: Home) -> None:
