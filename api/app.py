@@ -10,7 +10,9 @@ CSRF (``api.csrf``) and templates (``api.templating``) from the same places.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import gc
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request, status
@@ -109,6 +111,7 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     """The app for the store ``settings`` names; ``purgers`` delete objects a clear discards."""
     context = AppContext.build(settings, purgers)
     app = FastAPI(
+        lifespan=_freeze_what_startup_made,
         title="Tradewind",
         summary="Airflow 3's REST API v2, served from Tradewind's SQL store",
         version=monitor.version_text(),
@@ -135,6 +138,17 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     )
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
     return app
+
+
+@asynccontextmanager
+async def _freeze_what_startup_made(_app: FastAPI) -> AsyncIterator[None]:
+    # The app, its routes and every module imported (FastAPI, SQLAlchemy, Jinja: about 260,000
+    # objects) live as long as the server. Left to the collector, each of its full passes walked
+    # them all: 165 ms, twice in 250 grid requests, inside whichever request set it off.
+    # Frozen, a full pass walks what requests made since.
+    gc.collect()
+    gc.freeze()
+    yield
 
 
 async def _unstorable(_request: Request, error: Exception) -> Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import re
 from collections.abc import Callable
 
@@ -176,6 +177,16 @@ def test_the_generated_key_is_kept_so_tokens_outlive_a_restart(
     assert kept.stat().st_mode & 0o777 == 0o600
     with TestClient(create_app(home.settings)) as restarted:
         assert restarted.get("/api/v2/dags", headers=as_role("viewer")).status_code == 200
+
+
+def test_the_server_freezes_what_its_startup_made(home: Home) -> None:
+    # Its full collections then skip the app and its modules (api/app.py).
+    from api import create_app
+
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    with TestClient(create_app(home.settings)):
+        assert gc.get_freeze_count() > 100_000
 
 
 def test_a_configured_key_signs_instead(home: Home, monkeypatch) -> None:
