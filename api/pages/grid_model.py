@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 
 from api.pages.graph_layout import short_name
 from state.enums import TaskInstanceState
-from state.overview import Cell, RunSummary
+from state.overview import GridCounts, RunSummary
 from state.structure import DagStructure
 
 TI = TaskInstanceState
@@ -287,7 +287,7 @@ def build_grid(
     window: RowWindow,
     rows: Sequence[Row],
     runs_newest_first: Sequence[RunSummary],
-    counts: Mapping[tuple[str, str], Cell],
+    counts: GridCounts,
 ) -> Grid:
     """The grid of ``rows`` (a window's), from counts keyed as ``counted_keys`` asks them.
 
@@ -300,6 +300,7 @@ def build_grid(
     run_ids = [run.run_id for run in grid.runs]
     dag = escape(dag_id)
     run_links = [f"/dags/{dag}/runs/{escape(run_id)}/tasks/" for run_id in run_ids]
+    columns = [(counts.one.get(run_id, {}), counts.several.get(run_id, {})) for run_id in run_ids]
     under: dict[str, list[str]] = {row.row_id: [row.row_id] for row in rows}
     for row in rows:
         for parent in row.parents:
@@ -308,32 +309,33 @@ def build_grid(
     for row in rows:
         keys = under[row.row_id]
         if len(keys) == 1:  # a task, or a group whose rows are all outside the window
-            cells = [_one_cell(counts.get((run_id, keys[0])), row.mapped) for run_id in run_ids]
+            cells = [_one_cell(one, several, keys[0], row.mapped) for one, several in columns]
         else:
             cells = [_summed_cell(run_id, keys, counts, row.mapped) for run_id in run_ids]
         grid.lines.append(GridLine(row, cells, None if row.is_group else run_links))
     return grid
 
 
-def _one_cell(found: Cell | None, mapped: bool) -> GridCell:
-    if found is None:
-        return BLANK
-    counts = found.counts
-    if len(counts) == 1:  # most cells: one task instance, or all in one state
-        ((state, count),) = counts.items()
+def _one_cell(
+    one: Mapping[str, tuple[TaskInstanceState, int]],
+    several: Mapping[str, Mapping[TaskInstanceState, int]],
+    row_id: str,
+    mapped: bool,
+) -> GridCell:
+    found = one.get(row_id)
+    if found is not None:  # most cells: one task instance, or all in one state
+        state, count = found
         if count == 1 and not mapped:
             return _ONE[state]
-        return GridCell(state, ((state, count),), count, mapped)
-    return _ordered(counts, mapped)
+        return GridCell(state, (found,), count, mapped)
+    states = several.get(row_id)
+    return _ordered(states, mapped) if states else BLANK
 
 
-def _summed_cell(
-    run_id: str, keys: Sequence[str], counts: Mapping[tuple[str, str], Cell], mapped: bool
-) -> GridCell:
+def _summed_cell(run_id: str, keys: Sequence[str], counts: GridCounts, mapped: bool) -> GridCell:
     total: dict[TaskInstanceState, int] = {}
     for key in keys:
-        cell = counts.get((run_id, key))
-        for state, count in cell.counts.items() if cell is not None else ():
+        for state, count in (counts.states(run_id, key) or {}).items():
             total[state] = total.get(state, 0) + count
     return _ordered(total, mapped) if total else BLANK
 

@@ -20,7 +20,7 @@ from api.pages.grid_model import (
 from state.db import session_scope
 from state.enums import DagRunState, TaskInstanceState
 from state.models import TaskInstance
-from state.overview import Cell, RunSummary, grid_cells, recent_runs
+from state.overview import GridCounts, RunSummary, grid_cells, recent_runs
 from state.structure import structure_of
 from tests.state.harness import Home, counting_statements
 
@@ -99,10 +99,12 @@ def test_a_cell_summarises_its_states_and_its_html_escapes_the_ids() -> None:
         Row("g.<b>", "<b>", 1, parents=("g",)),
     )
     runs = [_summary("r&2"), _summary("r1")]  # newest first
-    counts = {
-        ("r1", "g.<b>"): Cell({TI.SUCCESS: 1}),
-        ("r&2", "g.<b>"): Cell({TI.SUCCESS: 2, TI.UP_FOR_RESCHEDULE: 1, TI.FAILED: 1}),
-    }
+    counts = GridCounts.of(
+        {
+            ("r1", "g.<b>"): {TI.SUCCESS: 1},
+            ("r&2", "g.<b>"): {TI.SUCCESS: 2, TI.UP_FOR_RESCHEDULE: 1, TI.FAILED: 1},
+        }
+    )
     grid = build_grid("d", RowWindow.at(1, 2), rows, runs, counts)
     group, line = grid.lines
     assert line.cells[0].state == TI.SUCCESS and line.cells[0].total == 1
