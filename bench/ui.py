@@ -158,11 +158,15 @@ def measure_pair(
     return figures
 
 
-def _set(url: str, run_id: str, task_id: str, **values: object) -> None:
+def _set(url: str, dag_id: str, run_id: str, task_id: str, **values: object) -> None:
     with session_scope(url) as session:
         session.execute(
             update(TaskInstance)
-            .where(TaskInstance.run_id == run_id, TaskInstance.task_id == task_id)
+            .where(
+                TaskInstance.dag_id == dag_id,
+                TaskInstance.run_id == run_id,
+                TaskInstance.task_id == task_id,
+            )
             .values(**values)
         )
 
@@ -184,7 +188,8 @@ def populate(url: str) -> None:
                          state="success" if i % 10 else "running", try_number=1, start_date=now)
             for i in range(2000)
         )  # fmt: skip
-    _set(url, "r1", "step", items_total=16194, try_number=1, state="running", start_date=now)
+    running = {"try_number": 1, "state": "running", "start_date": now}
+    _set(url, "items", "r1", "step", items_total=16194, **running)
     with session_scope(url) as session:
         for number, start in enumerate(range(0, 16194, 100)):
             outcomes = [
