@@ -33,8 +33,9 @@ from tradewind.dag import DAG
 from tradewind.task import Task
 from worker import protocol as p
 from worker.process import COMMS_FD_ENV, TaskProcess, fork_python_task, reap_finished
+from worker.slots import PerSlot
 from worker.task_runner.body import task_body
-from worker.warm import WarmProcess, drop_idle, next_start, start_in, take_idle
+from worker.warm import WarmProcess, drop_all_idle, next_start, start_in, take_idle
 
 log = logging.getLogger(__name__)
 
@@ -239,26 +240,51 @@ class TryChannels:
         )
 
 
-_server: ForkServer | None = None
+#: Each slot's fork server (``worker/slots.py``): one per supervising thread, so that a server's
+#: channel, its spare and its exit reports are read by one supervisor only, with no lock held
+#: across the waits for them.
+_servers: PerSlot[ForkServer] = PerSlot()
+#: Servers started ahead, at the worker's start, for the first slots that need one.
+_ready: list[ForkServer] = []
 _enabled = False
 
 
-def use_fork_server() -> None:
-    """From now on, this process's Python task processes come from a fork server (started now,
-    so its imports overlap the worker's start)."""
-    global _enabled, _server
+def use_fork_server(servers: int = 1) -> None:
+    """From now on, this process's Python task processes come from fork servers, one per slot;
+    ``servers`` of them are started now, so their imports overlap the worker's start."""
+    global _enabled
     _enabled = True
-    _server = ForkServer()
+    _ready.extend(ForkServer() for _ in range(servers))
 
 
 def stop_fork_server() -> None:
-    """Back to forking task processes here; the fork server, if one runs, exits."""
-    global _enabled, _server
+    """Back to forking task processes here; every slot's fork server exits, with what it runs.
+
+    Called once no supervisor runs (a pool process exits, or the threads pool has stopped).
+    """
+    global _enabled
     _enabled = False
-    drop_idle()
-    server, _server = _server, None
-    if server is not None:
+    drop_all_idle()
+    servers = [*_servers.take_all(), *_ready]
+    _ready.clear()
+    for server in servers:
         server.close()
+
+
+def current_server() -> ForkServer | None:
+    """The fork server this slot uses (None: the fork server is off)."""
+    return _slot_server() if _enabled else None
+
+
+def _slot_server() -> ForkServer:
+    server = _servers.get()
+    if server is None or server.gone:
+        try:
+            server = _ready.pop()
+        except IndexError:
+            server = ForkServer()
+        _servers.put(server)
+    return server
 
 
 def start_python_task(
@@ -281,12 +307,9 @@ def start_python_task(
         started = _start_warm(warm, start, reuse)
         if started is not None:
             return started
-    global _server
     for _attempt in range(2):
-        if _server is None or _server.gone:
-            _server = ForkServer()
         try:
-            return _server.start(fileloc, dag.dag_id, task.task_id, details, reuse > 1)
+            return _slot_server().start(fileloc, dag.dag_id, task.task_id, details, reuse > 1)
         except ForkServerGone:
             continue  # started again once: a server killed between two tries is no failure
     raise ForkServerError("the fork server exited twice in a row: see the worker's log")

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from worker.slots import PerSlot
+
 if TYPE_CHECKING:
     from worker.warm import WarmProcess
 
@@ -223,8 +225,14 @@ def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None)
     return TaskProcess(popen.pid, parent_end, popen.stdout.fileno(), popen.stderr.fileno(), popen)
 
 
-#: Task processes whose end was recorded before they could be reaped (see the supervisor).
-_UNREAPED: list[TaskProcess] = []
+#: Task processes whose end was recorded before they could be reaped (see the supervisor), per
+#: slot: a fork server's task process is polled through that slot's server (``worker/slots.py``).
+_UNREAPED: PerSlot[list[TaskProcess]] = PerSlot()
+
+
+def unreaped() -> list[TaskProcess]:
+    """This slot's task processes left exiting, not reaped yet."""
+    return _UNREAPED.get_or_make(list)
 
 
 def reap_later(process: TaskProcess) -> None:
@@ -234,20 +242,21 @@ def reap_later(process: TaskProcess) -> None:
     there would be a process nobody reaps.
     """
     if process.poll() is None:
-        _UNREAPED.append(process)
+        unreaped().append(process)
     else:
         process.signal_group(signal.SIGKILL)  # what it left running in its group
 
 
 def reap_finished() -> None:
-    """Reap the task processes left exiting by earlier tries; at most one each, so few."""
-    for process in list(_UNREAPED):
+    """Reap the task processes left exiting by this slot's earlier tries; at most one each."""
+    left = unreaped()
+    for process in list(left):
         try:
             gone = process.poll() is not None
         except ChildProcessError:
             gone = True
         if gone:
-            _UNREAPED.remove(process)
+            left.remove(process)
             process.signal_group(signal.SIGKILL)  # what it left running in its group
 
 

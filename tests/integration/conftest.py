@@ -61,8 +61,6 @@ class Fleet:
                 "-A",
                 "worker",
                 "worker",
-                "--pool",
-                "prefork",
                 "-c",
                 str(concurrency),
                 "-n",

@@ -104,7 +104,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
 
 
 def server() -> ForkServer:
-    current = fork_server._server  # this process's, once use_fork_server() ran
+    current = fork_server.current_server()  # this slot's, once use_fork_server() ran
     assert current is not None
     return current
 
@@ -201,7 +201,7 @@ from worker.dags import find_task
 fork_server.use_fork_server()
 dag, task = find_task(sys.argv[1], "timeout", "slow")
 process = fork_server.start_python_task(sys.argv[1], dag, task)
-print(fork_server._server.pid, process.pid, flush=True)
+print(fork_server.current_server().pid, process.pid, flush=True)
 time.sleep(60)
 """
 
