@@ -18,10 +18,12 @@ import os
 import warnings
 from typing import Any
 
+import click
 from celery import Celery, concurrency, signals
 from celery.concurrency.thread import TaskPool as ThreadsPool
 from celery.exceptions import CPendingDeprecationWarning, Reject
 from celery.worker.consumer import Consumer as CeleryConsumer
+from click.core import ParameterSource
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from broker_config import (
@@ -57,8 +59,6 @@ def create_app() -> Celery:
         settings.broker, settings.broker_folder, "worker", settings.task_sent_events
     )
     app.conf.worker_consumer = f"{__name__}:Consumer"
-    # What `celery -A worker worker` runs without `--pool`: see the module's docstring.
-    app.conf.worker_pool = DEFAULT_POOL
     app.task(name=EXECUTE_TASK_NAME, bind=True, acks_late=True)(execute_task_instance)
     return app
 
@@ -126,10 +126,26 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]
         return super().ensure_connected(conn)
 
 
+#: What ``celery -A worker worker`` runs when its command line names no ``--pool``.
 DEFAULT_POOL = "threads"
 
 
+def _choose_the_pool(worker: Any) -> None:
+    """The threads pool, unless the command line (or CELERY_WORKER_POOL) names another.
+
+    Not through ``app.conf.worker_pool``: Celery's command line takes a ``--pool prefork`` for
+    its own default and replaces it with that setting, so a user could not ask for prefork.
+    Called before Celery resolves the pool (``worker_init``).
+    """
+    command = click.get_current_context(silent=True)
+    if command is None or "pool" not in command.params:
+        return  # a worker made in code: it runs the pool it was given
+    if command.get_parameter_source("pool") == ParameterSource.DEFAULT:
+        worker.pool_cls = DEFAULT_POOL
+
+
 def _worker_starts(sender: Any, **_: Any) -> None:
+    _choose_the_pool(sender)
     # What the worker imported (Celery, SQLAlchemy, psycopg: ~80 MB) is shared with the pool
     # processes prefork forks as long as nothing writes to it; the collector of a pool process
     # scans every tracked object, writing to each, and so copied most of it into each of them.
