@@ -39,7 +39,7 @@ from state.scheduling import Enqueue
 from tradewind.settings import get_settings
 from worker.claim import ClaimUnavailable
 from worker.execute import execute
-from worker.fork_server import stop_fork_server, use_fork_server
+from worker.fork_server import kill_fork_servers, stop_fork_server, use_fork_server
 
 log = logging.getLogger("tradewind.worker")
 #: How long a supervisor waits for an absent broker to publish the tries an end made ready:
@@ -126,8 +126,24 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]
         return super().ensure_connected(conn)
 
 
+class SupervisorThreads(ThreadsPool):  # type: ignore[misc]
+    """Celery's threads pool, able to end its running tries (what ``--pool threads`` runs).
+
+    Celery asks the pool to terminate each running task at a cold shutdown (SIGQUIT), and for a
+    revoke with ``terminate``; its threads pool raises NotImplementedError there, and the
+    interpreter's exit then waits for every try to end. A supervisor thread cannot be stopped
+    from outside, but its task can: every slot's fork server is killed, and its task processes
+    with it, so each supervisor records its try as killed (retried if tries are left), as
+    prefork's terminated pool processes leave theirs to the zombie rule. One thread cannot be
+    told from another here: a revoke with ``terminate`` ends every try of the worker.
+    """
+
+    def terminate_job(self, pid: int, signal: Any = None) -> None:
+        kill_fork_servers()
+
+
 #: What ``celery -A worker worker`` runs when its command line names no ``--pool``.
-DEFAULT_POOL = "threads"
+DEFAULT_POOL = f"{__name__}:SupervisorThreads"
 
 
 def _choose_the_pool(worker: Any) -> None:
@@ -142,6 +158,8 @@ def _choose_the_pool(worker: Any) -> None:
         return  # a worker made in code: it runs the pool it was given
     if command.get_parameter_source("pool") == ParameterSource.DEFAULT:
         worker.pool_cls = DEFAULT_POOL
+    elif concurrency.get_implementation(worker.pool_cls) is ThreadsPool:
+        worker.pool_cls = SupervisorThreads  # --pool threads
 
 
 def _worker_starts(sender: Any, **_: Any) -> None:

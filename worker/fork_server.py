@@ -106,6 +106,10 @@ class ForkServer:
     def pid(self) -> int:
         return self._process.pid
 
+    def kill(self) -> None:
+        """SIGKILL the server: its task processes die with it (``PR_SET_PDEATHSIG``)."""
+        self._process.kill()
+
     def close(self) -> None:
         """Close the channel: the server kills what is left of its task processes and exits."""
         self._drop_spare()
@@ -269,6 +273,17 @@ def stop_fork_server() -> None:
     _ready.clear()
     for server in servers:
         server.close()
+
+
+def kill_fork_servers() -> None:
+    """SIGKILL every slot's fork server, and so its task processes (a cold shutdown).
+
+    A supervisor thread cannot be stopped from outside: its task's death ends its try now, as
+    a killed try (retried if it has tries left), where waiting for the task would hold the
+    shutdown for as long as the task runs.
+    """
+    for server in _servers.values():
+        server.kill()
 
 
 def current_server() -> ForkServer | None:

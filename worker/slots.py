@@ -43,6 +43,10 @@ class PerSlot(Generic[T]):
         """This slot's value, no longer kept."""
         return self._by_thread.pop(threading.get_ident(), None)
 
+    def values(self) -> list[T]:
+        """Every slot's value, left in place."""
+        return list(self._by_thread.values())
+
     def take_all(self) -> list[T]:
         """Every slot's value, no longer kept (the worker stops)."""
         taken = []
