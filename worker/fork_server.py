@@ -1,19 +1,30 @@
-"""Python task processes forked by a lean fork server, not by the Celery pool process.
+"""Python task processes forked by a lean fork server, not by the supervisor's process.
 
 A fork copies the page tables of the process that forks, and every page either side writes
 afterwards is copied too. Forked from a Celery pool process (celery, kombu, SQLAlchemy, psycopg:
 ~95 MB), that was most of a noop try's machine time: the fork, the pool process's copy-on-write
-faults while it supervised, and the task process's own teardown. So each pool process starts one
-fork server (``worker/fork_server_main.py``): a fresh interpreter that imports only what a task
-process runs (the authoring API, the runner, the DAG files it is asked for) and forks the task
-processes ahead of need (docs/decisions/tasks-fork-from-a-lean-server.md).
+faults while it supervised, and the task process's own teardown. And on the threads pool the
+supervisors' process runs several threads, and must not fork at all (a lock another thread held
+at the fork stays held in the child). So each slot (``worker/slots.py``: a thread of the threads
+pool, or a prefork pool process) has one fork server (``worker/fork_server_main.py``): a fresh
+interpreter that imports only what a task process runs (the authoring API, the runner, the DAG
+files it is asked for) and forks the task processes ahead of need
+(docs/decisions/tasks-fork-from-a-lean-server.md).
 
 The server hands over each spare task process's channel as soon as it has forked it, so starting a
 try is one send, straight to the spare, while the server forks the next one. The supervisor keeps
 everything else: it makes the task's comms socket and pipes and sends their far ends to the
 spare, signals the task's own process group as before, and learns its exit
-code from the server, which alone can reap it. The server dies with its pool process, and a task
-process with its server (``PR_SET_PDEATHSIG``); a server found gone is started again.
+code from the server, which alone can reap it. The server dies with the worker process that
+started it, and a task process with its server (``PR_SET_PDEATHSIG``); a server found gone is
+started again.
+
+One server per slot rather than one shared: the server's channel carries the spare it hands
+over and the exit reports of its task processes, read by the supervisor that waits for them;
+shared, every read would need a lock held across those waits, or a thread of its own to route
+each report to its supervisor. Per slot, a supervisor waits on its own channel only, and a
+spare is always ready for each slot (a server and its spare cost ~30 MB of PSS together, a
+prefork pool process ~55 MB: docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -40,7 +51,7 @@ from worker.warm import WarmProcess, drop_all_idle, next_start, start_in, take_i
 log = logging.getLogger(__name__)
 
 SERVER_COMMAND = (sys.executable, "-m", "worker.fork_server_main")
-#: The pool process's pid, so the server can tell it died before ``PR_SET_PDEATHSIG`` was set.
+#: The worker process's pid, so the server can tell it died before ``PR_SET_PDEATHSIG`` was set.
 PARENT_PID_ENV = "TRADEWIND_FORK_SERVER_PARENT"
 MAX_PACKET_BYTES = 1 << 16
 #: An exited task process is reaped and reported at once; past this, it is taken as killed.
@@ -56,13 +67,13 @@ class ForkServerGone(ForkServerError):
 
 
 class ForkServer:
-    """One pool process's fork server: its process, the channel to it, the spare it handed over."""
+    """One slot's fork server: its process, the channel to it, the spare it handed over."""
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {**os.environ, COMMS_FD_ENV: str(theirs.fileno()), PARENT_PID_ENV: str(os.getpid())}
         # A session of its own: a Ctrl-C or honcho's SIGTERM to the worker's group must not
-        # reach it (it would take the running task with it); it goes when its pool process does.
+        # reach it (it would take the running task with it); it goes when its worker does.
         self._process = subprocess.Popen(
             SERVER_COMMAND, pass_fds=[theirs.fileno()], env=env, start_new_session=True
         )

@@ -186,7 +186,7 @@ def _die_with_parent() -> None:
 def _fresh_stdio() -> None:
     """Line-buffered stdout/stderr on the pipes, and logging to stderr only.
 
-    The Celery pool process replaced sys.stdout with its own proxy and configured handlers
+    The Celery worker replaced sys.stdout with its own proxy and configured handlers
     that write to the worker's log; the task's output must reach its try's log instead.
     """
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), line_buffering=True)
