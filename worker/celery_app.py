@@ -40,6 +40,7 @@ from tradewind.settings import get_settings
 from worker.claim import ClaimUnavailable
 from worker.execute import execute
 from worker.fork_server import kill_fork_servers, stop_fork_server, use_fork_server
+from worker.process import kill_executed
 
 log = logging.getLogger("tradewind.worker")
 #: How long a supervisor waits for an absent broker to publish the tries an end made ready:
@@ -133,13 +134,15 @@ class SupervisorThreads(ThreadsPool):  # type: ignore[misc]
     revoke with ``terminate``; its threads pool raises NotImplementedError there, and the
     interpreter's exit then waits for every try to end. A supervisor thread cannot be stopped
     from outside, but its task can: every slot's fork server is killed, and its task processes
-    with it, so each supervisor records its try as killed (retried if tries are left), as
-    prefork's terminated pool processes leave theirs to the zombie rule. One thread cannot be
-    told from another here: a revoke with ``terminate`` ends every try of the worker.
+    with it, and so are the runtime tasks and XCom helpers the supervisors started. Each
+    supervisor then records its try as killed (retried if tries are left), as prefork's
+    terminated pool processes leave theirs to the zombie rule. One thread cannot be told from
+    another here: a revoke with ``terminate`` ends every try of the worker.
     """
 
     def terminate_job(self, pid: int, signal: Any = None) -> None:
         kill_fork_servers()
+        kill_executed()  # runtime tasks and XCom helpers: the supervisors' own children
 
 
 #: What ``celery -A worker worker`` runs when its command line names no ``--pool``.

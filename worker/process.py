@@ -222,7 +222,23 @@ def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None)
     )
     child_end.close()
     assert popen.stdout is not None and popen.stderr is not None
-    return TaskProcess(popen.pid, parent_end, popen.stdout.fileno(), popen.stderr.fileno(), popen)
+    process = TaskProcess(
+        popen.pid, parent_end, popen.stdout.fileno(), popen.stderr.fileno(), popen
+    )
+    _EXECUTED.get_or_make(list).append(process)
+    return process
+
+
+#: The runtime task and helper processes each slot started and has not closed yet: its children,
+#: not a fork server's, so a cold shutdown kills them itself (``kill_executed``).
+_EXECUTED: PerSlot[list[TaskProcess]] = PerSlot()
+
+
+def kill_executed() -> None:
+    """SIGKILL the process groups of every slot's runtime task and helper processes."""
+    for processes in _EXECUTED.values():
+        for process in list(processes):
+            process.signal_group(signal.SIGKILL)
 
 
 #: Task processes whose end was recorded before they could be reaped (see the supervisor), per
@@ -264,6 +280,9 @@ def close_process_handles(process: TaskProcess) -> None:
     """Close the supervisor's ends of the socket and pipes."""
     process.comms.close()
     if process.popen is not None:
+        executed = _EXECUTED.get()
+        if executed is not None and process in executed:
+            executed.remove(process)
         for stream in (process.popen.stdout, process.popen.stderr):
             if stream is not None:
                 stream.close()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -126,3 +128,34 @@ def test_a_cold_shutdown_takes_the_running_task_with_it(fleet: Fleet, tmp_path: 
     fleet.start_worker("w2")
     assert fleet.wait_run("slow_dag", "r1", timeout=90) == "success"
     assert fleet.task_states("slow_dag", "r1")["slow"] == ("success", 2)
+
+
+def test_a_cold_shutdown_takes_a_running_runtime_task_with_it(
+    make_fleet: Callable[..., Fleet],
+) -> None:
+    """A runtime task is the supervisor's own child, in its own session: killed by the worker."""
+    fleet = make_fleet(Path(__file__).parent / "shutdown_dags")
+    worker = fleet.start_worker()
+    fleet.start_scheduler()
+    fleet.trigger("runtime_sleeper", "r1")
+
+    def sleeping() -> list[int]:
+        return [pid for pid in _tree(worker.pid) if _cmdline(pid).startswith("sleep 61")]
+
+    fleet.wait_for(lambda: sleeping(), 30, "the runtime task")
+    [sleeper] = sleeping()
+
+    os.kill(worker.pid, signal.SIGQUIT)
+
+    try:
+        worker.wait(30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the worker waited for its runtime task at SIGQUIT")
+    assert wait_gone(sleeper)
+
+
+def wait_gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _gone(pid)
