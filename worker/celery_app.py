@@ -4,9 +4,9 @@ The worker runs on Celery's threads pool unless told otherwise (``--pool prefork
 interpreter supervises every slot, one supervisor per thread, and the task processes are forked
 by fork servers, one per slot, never by this process (which is no longer single-threaded, and a
 fork would copy its locks held by other threads). Against prefork that spares a pool process per
-slot (each ~55 MB, half of it copies of the main process's pages) and the hand-over of every
-message from the main process to a pool process (docs/benchmarks.md). With prefork, each pool
-process sets up as the threads pool's main process does, for its one slot.
+slot (each ~55 MB, half of it copies of the main process's pages: docs/benchmarks.md), at no
+saving of CPU per try. With prefork, each pool process sets up as the threads pool's main process
+does, for its one slot.
 """
 
 from __future__ import annotations
