@@ -1,9 +1,14 @@
 """Fleet throughput: N noop task instances through Tradewind against N raw Celery noop tasks.
 
-Both run in this one script on the same Redis, each with one worker of 2 prefork processes, so the
+Both run in this one script on the same Redis, each with one worker of concurrency 2, so the
 ratio is what matters. Also the upstream-success -> downstream-running latency on a chain.
 
     python bench/fleet_throughput.py [--n 2000] [--chain 200] [--modes fresh,warm]
+        [--pools threads,prefork]
+
+Raw Celery runs on prefork (its own default), Tradewind on each pool of ``--pools`` (threads, the
+worker's default: its supervisors are threads of the Celery main process; prefork: one pool
+process per slot), each pool in each mode on a fleet of its own, in the order given.
 
 Each mode (fresh: a task process per try; warm: TRADEWIND_TASK_PROCESS_REUSE=1000) runs the
 fan-out three times on one fleet: unwatched, watched by ``dags trigger --wait`` on a pty, and
@@ -32,7 +37,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import psycopg
 import redis
@@ -129,7 +134,7 @@ def wait_ready(log: Path, timeout: float = 60) -> None:
     raise RuntimeError(f"worker not ready: see {log}")
 
 
-def worker_argv(app: str) -> list[str]:
+def worker_argv(app: str, pool: str = "prefork") -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -138,7 +143,7 @@ def worker_argv(app: str) -> list[str]:
         app,
         "worker",
         "--pool",
-        "prefork",
+        pool,
         "-c",
         "2",
         "--loglevel",
@@ -200,13 +205,14 @@ def fleet_env(url: str, broker: str, dags: Path, home: Path, **extra: str) -> di
 
 
 def start_fleet(
-    url: str, dags: Path, env: dict[str, str], workdir: Path
+    url: str, dags: Path, env: dict[str, str], workdir: Path, pool: str = "threads"
 ) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
     """Migrate and sync the store, then start one worker (``worker.log``) and one scheduler."""
     upgrade(url)
     with session_scope(url) as session:
         sync_dags(session, dags)
-    worker = start([*worker_argv("worker"), "--loglevel", "INFO"], env, workdir / "worker.log")
+    argv = [*worker_argv("worker", pool), "--loglevel", "INFO"]
+    worker = start(argv, env, workdir / "worker.log")
     scheduler = start(
         [sys.executable, "-m", "tradewind.cli", "scheduler"], env, workdir / "scheduler.log"
     )
@@ -230,11 +236,11 @@ def bench_database(prefix: str) -> Iterator[str]:
 
 @contextmanager
 def running_fleet(
-    url: str, dags: Path, env: dict[str, str], workdir: Path
+    url: str, dags: Path, env: dict[str, str], workdir: Path, pool: str = "threads"
 ) -> Iterator[tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]]:
     """A fleet (``start_fleet``) from its worker's readiness until the block ends: its worker
     and its scheduler."""
-    worker, scheduler = start_fleet(url, dags, env, workdir)
+    worker, scheduler = start_fleet(url, dags, env, workdir, pool)
     try:
         wait_ready(workdir / "worker.log")
         yield worker, scheduler
@@ -244,12 +250,18 @@ def running_fleet(
 
 
 def bench_fleet(
-    n: int, chain: int, broker: str, workdir: Path, reuse: int = 1, watch: bool = False
+    n: int,
+    chain: int,
+    broker: str,
+    workdir: Path,
+    reuse: int = 1,
+    watch: bool = False,
+    pool: str = "threads",
 ) -> dict[str, float]:
     """The fan-out of ``n`` (CPU by process over it, the worker tree's peak PSS), with ``watch``
     the same fan-out watched by ``dags trigger --wait`` and once more unwatched, then the chain.
 
-    ``reuse``: TRADEWIND_TASK_PROCESS_REUSE of the worker.
+    ``reuse``: TRADEWIND_TASK_PROCESS_REUSE of the worker; ``pool``: its ``--pool``.
     """
     dags = workdir / "dags"
     dags.mkdir()
@@ -265,7 +277,7 @@ def bench_fleet(
             BENCH_CHAIN=str(chain),
             TRADEWIND_TASK_PROCESS_REUSE=str(reuse),
         )
-        with running_fleet(url, dags, env, workdir) as (worker, scheduler):
+        with running_fleet(url, dags, env, workdir, pool) as (worker, scheduler):
             if os.environ.get("BENCH_PROFILE"):
                 profile_workers(workdir, worker.pid)
             fleet = Fleet(worker.pid, scheduler.pid, lambda: backend_pids(url), redis_pid(broker))
@@ -405,50 +417,59 @@ def chain_hops(url: str, chain: int) -> dict[str, float]:
     }
 
 
-def plot(result: dict[str, float], path: Path) -> None:
+def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    modes = [mode for mode in ("fresh", "warm") if f"{mode} fleet_tis_per_s" in result]
-    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(13, 3.8))
+    columns = fleet_columns(result)
+    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(15, 3.8))
     left.bar(
-        ["raw Celery", *(f"Tradewind {mode}" for mode in modes)],
-        [result["raw_celery_per_s"], *(result[f"{mode} fleet_tis_per_s"] for mode in modes)],
-        color=["grey", "tab:blue", "tab:green"][: 1 + len(modes)],
+        ["raw Celery", *columns],
+        [result["raw_celery_per_s"], *(result[f"{column} fleet_tis_per_s"] for column in columns)],
+        color=["grey", *["tab:blue", "tab:green", "tab:cyan", "tab:olive"][: len(columns)]],
     )
     left.set_title(f"{result['n']} noop tasks, 1 worker -c 2 (per s)")
-    bottom = [0.0] * len(modes)
+    left.tick_params(axis="x", labelsize=7)
+    bottom = [0.0] * len(columns)
     for role in ROLES:
-        heights = [result.get(f"{mode} cpu_ms {role}", 0.0) for mode in modes]
-        middle.bar(modes, heights, bottom=bottom, label=role)
+        heights = [result.get(f"{column} cpu_ms {role}", 0.0) for column in columns]
+        middle.bar(columns, heights, bottom=bottom, label=role)
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     middle.set_title("CPU per task instance, by process (ms)")
+    middle.tick_params(axis="x", labelsize=7)
     middle.legend(fontsize=7)
     right.bar(
-        [f"{mode} p{q}" for mode in modes for q in (50, 99)],
-        [result[f"{mode} chain_hop_p{q}_ms"] for mode in modes for q in (50, 99)],
+        [f"{column}\np{q}" for column in columns for q in (50, 99)],
+        [result[f"{column} chain_hop_p{q}_ms"] for column in columns for q in (50, 99)],
         color="tab:orange",
     )
     right.set_title(f"chain of {result['chain']}: hop latency (ms)")
+    right.tick_params(axis="x", labelsize=6)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 
 
 MODES = {"fresh": 1, "warm": 1000}
+POOLS = ("threads", "prefork")
 
 
-def print_table(result: dict[str, float]) -> None:
-    modes = [mode for mode in MODES if f"{mode} fleet_tis_per_s" in result]
-    print(f"{'measure':<40}" + "".join(f"{mode:>12}" for mode in modes))
-    keys = [key.split(" ", 1)[1] for key in result if key.startswith(f"{modes[0]} ")]
+def fleet_columns(result: dict[str, Any]) -> list[str]:
+    """The fleets measured, as "<pool> <mode>", in the order they ran."""
+    return [str(column) for column in result.get("columns", [])]
+
+
+def print_table(result: dict[str, Any]) -> None:
+    columns = fleet_columns(result)
+    print(f"{'measure':<32}" + "".join(f"{column:>16}" for column in columns))
+    keys = [key[len(columns[0]) + 1 :] for key in result if key.startswith(f"{columns[0]} ")]
     for key in keys:
-        row = [result.get(f"{mode} {key}") for mode in modes]
-        print(f"{key:<40}" + "".join(f"{value:>12.2f}" for value in row if value is not None))
+        row = [result.get(f"{column} {key}") for column in columns]
+        print(f"{key:<32}" + "".join(f"{value:>16.2f}" for value in row if value is not None))
     print()
     for key, value in result.items():
-        if not key.startswith(tuple(f"{mode} " for mode in modes)):
+        if key != "columns" and not key.startswith(tuple(f"{column} " for column in columns)):
             print(
                 f"{key:<40}{value:>12.2f}" if isinstance(value, float) else f"{key:<40}{value:>12}"
             )
@@ -460,24 +481,37 @@ def main() -> None:
     parser.add_argument("--chain", type=int, default=200)
     parser.add_argument("--broker", help="default: a Redis database number locked for the run")
     parser.add_argument("--modes", default="fresh,warm", help="fresh (reuse 1), warm (1000)")
+    parser.add_argument("--pools", default="threads", help="the worker's --pool: threads, prefork")
     parser.add_argument("--keep", action="store_true", help="keep the logs (printed folder)")
     args = parser.parse_args()
+    pools, modes = args.pools.split(","), args.modes.split(",")
+    for pool in pools:
+        if pool not in POOLS:
+            parser.error(f"--pools: {pool!r} is not one of {', '.join(POOLS)}")
+    for mode in modes:
+        if mode not in MODES:
+            parser.error(f"--modes: {mode!r} is not one of {', '.join(MODES)}")
     args.broker = args.broker or own_broker()
     workdir = Path(tempfile.mkdtemp(prefix="tw-bench-"))
-    result: dict[str, float] = {"n": args.n, "chain": args.chain}
+    result: dict[str, Any] = {"n": args.n, "chain": args.chain, "columns": []}
     try:
         result.update(bench_raw_celery_cpu(args.n, args.broker, workdir))
         raw = result["raw_celery_per_s"]
         result["raw cpu_ms all"] = sum(v for k, v in result.items() if k.startswith("raw cpu_ms"))
-        for mode in args.modes.split(","):
-            folder = workdir / mode
-            folder.mkdir()
-            fleet = bench_fleet(args.n, args.chain, args.broker, folder, MODES[mode], watch=True)
-            fleet["ratio"] = fleet["fleet_tis_per_s"] / raw
-            unwatched = (fleet["fleet_tis_per_s"] + fleet["unwatched_again_tis_per_s"]) / 2
-            fleet["watch_slowdown_pct"] = 100 * (1 - fleet["watched_tis_per_s"] / unwatched)
-            fleet["cpu_ms all"] = sum(v for k, v in fleet.items() if k.startswith("cpu_ms"))
-            result.update({f"{mode} {key}": value for key, value in fleet.items()})
+        # Mode by mode, the pools one after the other: a shared machine's load falls on both.
+        for mode in modes:
+            for pool in pools:
+                folder = workdir / f"{pool}-{mode}"
+                folder.mkdir()
+                fleet = bench_fleet(
+                    args.n, args.chain, args.broker, folder, MODES[mode], watch=True, pool=pool
+                )
+                fleet["ratio"] = fleet["fleet_tis_per_s"] / raw
+                unwatched = (fleet["fleet_tis_per_s"] + fleet["unwatched_again_tis_per_s"]) / 2
+                fleet["watch_slowdown_pct"] = 100 * (1 - fleet["watched_tis_per_s"] / unwatched)
+                fleet["cpu_ms all"] = sum(v for k, v in fleet.items() if k.startswith("cpu_ms"))
+                result.update({f"{pool} {mode} {key}": value for key, value in fleet.items()})
+                result["columns"].append(f"{pool} {mode}")
     finally:
         if args.keep:
             print(f"logs kept in {workdir}")

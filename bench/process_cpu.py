@@ -86,13 +86,16 @@ class Fleet:
     def roles(self) -> dict[int, str]:
         tree = children_by_parent()
         roles = {self.worker: "celery main"}
-        for pool in tree.get(self.worker, []):
-            roles[pool] = "pool processes"
-            for child in tree.get(pool, []):
-                if "fork_server_main" in _cmdline(child):
-                    roles[child] = "fork servers"
-                    for task in tree.get(child, []):
-                        roles[task] = "task processes"
+        for child in tree.get(self.worker, []):
+            # Prefork: the worker's children are its pool processes, each with a fork server.
+            # Threads: the fork servers are the worker's own children.
+            if "fork_server_main" in _cmdline(child):
+                roles.update(_fork_server_tree(child, tree))
+                continue
+            roles[child] = "pool processes"
+            for grandchild in tree.get(child, []):
+                if "fork_server_main" in _cmdline(grandchild):
+                    roles.update(_fork_server_tree(grandchild, tree))
         for root, role in ((self.scheduler, "scheduler"), (self.watcher, "watcher")):
             if root is not None:
                 roles.update(dict.fromkeys(descendants(root, tree), role))
@@ -100,6 +103,10 @@ class Fleet:
         if self.redis_pid is not None:
             roles[self.redis_pid] = "redis"
         return roles
+
+
+def _fork_server_tree(server: int, tree: dict[int, list[int]]) -> dict[int, str]:
+    return {server: "fork servers", **dict.fromkeys(tree.get(server, []), "task processes")}
 
 
 @dataclass

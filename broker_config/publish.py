@@ -1,7 +1,7 @@
 """Publishing task-instance messages, after the commit that queued them.
 
 On Redis a try's message is built here (``broker_config.envelope``) and pushed with redis-py, one
-pipeline per batch: Celery's ``send_task`` spent a quarter of a pool process's time on its layers
+pipeline per batch: Celery's ``send_task`` spent a quarter of a supervisor's time on its layers
 around one ``LPUSH`` (issue 16, docs/benchmarks.md). The ``task-sent`` event goes in the same
 pipeline when ``task_send_sent_event`` is on (``TRADEWIND_TASK_SENT_EVENTS``). The embedded
 broker's messages go through Celery's producer as before.

@@ -22,10 +22,12 @@ def celery_settings(
         # Acknowledge after the supervisor is done, so a worker lost mid-task gives the
         # message back instead of losing it.
         "task_acks_late": True,
-        # ...and give it back when the pool process dies (OOM, SIGKILL): the supervisor's
+        # ...and give it back when a prefork pool process dies (OOM, SIGKILL; on the threads
+        # pool the supervisors are the worker itself, and a worker lost leaves its messages
+        # unacknowledged on the broker): the supervisor's
         # compare-and-set and the delivery count in SQL bound what a redelivery can do.
         "task_reject_on_worker_lost": True,
-        # One message at a time per pool process: a long task never sits on messages
+        # One message at a time per slot: a long task never sits on messages
         # another idle worker could run.
         "worker_prefetch_multiplier": 1,
         # A broker outage must not cost a running try (DESIGN.md §7 "Outages"): True would

@@ -1,5 +1,8 @@
 """Engines and sessions for the SQL store: one pooled engine per URL and process.
 
+A worker on Celery's threads pool runs one supervisor per thread on the process's one engine:
+its pool holds a connection per slot at least (``set_pool_size``).
+
 SQLite runs in WAL mode with a busy timeout (commits are ~4x cheaper than with the default
 journal, and readers do not block the writer); PostgreSQL URLs use psycopg 3.
 """
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,14 +74,37 @@ def _sqlite_begin(conn: Any) -> None:
 
 _ENGINES: dict[str, Engine] = {}
 _SESSIONS: dict[str, sessionmaker[Session]] = {}
+# Two threads asking at once for a new URL's engine must get the same one: a second engine's
+# connections would be opened beside the first's and never pooled with them.
+_CREATING = threading.Lock()
 
 
 def get_engine(url: str) -> Engine:
     """The pooled engine for ``url`` in this process (a forked child must not reuse it)."""
     url = normalize_url(url)
-    if url not in _ENGINES:
-        _ENGINES[url] = _create(url)
-    return _ENGINES[url]
+    engine = _ENGINES.get(url)
+    if engine is None:
+        with _CREATING:
+            engine = _ENGINES.get(url)
+            if engine is None:
+                engine = _ENGINES[url] = _create(url)
+    return engine
+
+
+#: Connections a PostgreSQL engine keeps open, and how many more it may open at busy times.
+_POOL = {"size": 5, "overflow": 5}
+
+
+def set_pool_size(concurrent_users: int) -> None:
+    """Size the pools of the engines made from now on for ``concurrent_users`` threads at once.
+
+    A worker on the threads pool runs ``--concurrency`` supervisors in one process, each using
+    a connection at a time, and its XCom thread another while a row is written: past the pool's
+    size plus its overflow, a heartbeat would wait for a connection (30 s, then fail) while its
+    task ran on. Each slot gets one kept open, and as many again at busy times.
+    """
+    _POOL["size"] = max(5, concurrent_users)
+    _POOL["overflow"] = max(5, concurrent_users)
 
 
 def _create(url: str) -> Engine:
@@ -91,7 +118,12 @@ def _create(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    engine = create_engine(url, pool_size=5, max_overflow=5, connect_args=_tcp_timeouts())
+    engine = create_engine(
+        url,
+        pool_size=_POOL["size"],
+        max_overflow=_POOL["overflow"],
+        connect_args=_tcp_timeouts(),
+    )
     event.listen(engine.pool, "checkin", _note_idle_since)
     event.listen(engine.pool, "checkout", functools.partial(_ping_if_idle, engine.dialect))
     return engine
@@ -164,9 +196,10 @@ def forget_engines_after_fork() -> None:
 
 def session_factory(url: str) -> sessionmaker[Session]:
     url = normalize_url(url)
-    if url not in _SESSIONS:
-        _SESSIONS[url] = sessionmaker(get_engine(url), expire_on_commit=False)
-    return _SESSIONS[url]
+    factory = _SESSIONS.get(url)
+    if factory is None:
+        factory = _SESSIONS.setdefault(url, sessionmaker(get_engine(url), expire_on_commit=False))
+    return factory
 
 
 @contextmanager

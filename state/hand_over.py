@@ -262,7 +262,7 @@ def _driver_sql(
     """The statement's SQL text for ``dialect``, and the values it binds itself (constants).
 
     Compiled once: executed as a SQLAlchemy statement, each hop would build this statement's
-    cache key anew, a walk over its whole tree that cost ~2 ms of CPU in a pool process (every
+    cache key anew, a walk over its whole tree that cost ~2 ms of CPU in a supervisor (every
     page it touches after a fork is a copy-on-write fault), the most of any step of the hop.
     """
     compiled = _one_statement(move, queue).compile(dialect=dialect)

@@ -3,7 +3,7 @@
 A database restart of a few seconds must cost no try (DESIGN.md §7 "Outages"). A supervisor
 that cannot write its heartbeat or its end, or a claim that cannot reach the store, waits for the
 store instead of failing: it retries with exponential backoff, jittered so that a fleet of
-pool processes does not hammer the server in step when it comes back, and capped at one second
+supervisors does not hammer the server in step when it comes back, and capped at one second
 so that the work moves again within about a second of its return. The wait is bounded: past
 ``budget_seconds()`` (a little less than the zombie threshold, after which the scheduler gives
 the try up anyway) the caller gets ``StoreUnavailable`` and the zombie rule decides, as it did
@@ -11,7 +11,7 @@ before. An outage is one warning line when it starts and one line when it ends, 
 per attempt.
 
 The bound is one number per process, set once at start (``set_budget``) from the settings; the
-worker's pool processes inherit it.
+worker's supervisors share it (a prefork pool process inherits it).
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ def reached_from(start: str) -> Iterator[str]:
 
 
 TASK_RUNNER_MODULES = [module_name(path) for path in files_of("worker/task_runner")]
-# What a task process must never load: the SQL store, its driver layer, the pool process's parts.
+# What a task process must never load: the SQL store, its driver layer, the supervisor's parts.
 TASK_PROCESS_BANS = ("state", "sqlalchemy", "scheduler", "celery", "kombu")
 
 

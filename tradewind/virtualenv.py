@@ -2,7 +2,7 @@
 
 Each set of requirements (with the Python version and ``system_site_packages``) gets one venv,
 ``TRADEWIND_HOME/venvs/<hash>``, made the first time a task needs it and reused after: made
-under a file lock, so two workers (or two pool processes) never build the same one at once, and
+under a file lock, so two workers (or two slots of one) never build the same one at once, and
 marked ready only once pip has finished, so a venv half-built by a killed worker is built again.
 The function's source (as Airflow requires, self-contained: its imports inside it) runs in a
 fresh interpreter of that venv, a child of the task process whose stdout and stderr are the

@@ -3,7 +3,8 @@
 The app is built on first access, so importing the worker's modules (in tests, in the CLI)
 reads no settings and touches no broker.
 
-Two sides, kept apart by the layout. The modules here run in the Celery pool process: the
+Two sides, kept apart by the layout. The modules here run where the supervisors run (the
+Celery worker's own process on the threads pool, its default; each pool process on prefork): the
 supervisor and its request handlers, the claim and the end, the fork server, the backend helper
 process, how XComs and state values are served. ``task_runner/`` is what a task process runs;
 it never imports ``state`` or SQLAlchemy. Between them: ``protocol.py``, the wire both speak,

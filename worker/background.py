@@ -6,8 +6,9 @@ healthy task starts to look dead. ``Background`` runs such work on one thread, i
 was submitted, and hands each outcome back to the loop through a pipe the selector watches; the
 ``then`` callbacks run in the loop, one by one, in submission order.
 
-The thread exists only while a try has work for it: ``close`` stops it before the pool process
-forks its next task process. Without a selector (handlers called directly), work runs inline.
+The thread exists only while a try has work for it: ``close`` stops it when the try ends (a
+supervisor forking its task process itself, in tests, must hold no other thread then). Without
+a selector (handlers called directly), work runs inline.
 """
 
 from __future__ import annotations

@@ -1,16 +1,29 @@
-"""The Celery app (``celery -A worker worker``) and its one task: a message to the supervisor."""
+"""The Celery app (``celery -A worker worker``) and its one task: a message to the supervisor.
+
+The worker runs on Celery's threads pool unless told otherwise (``--pool prefork``): one
+interpreter supervises every slot, one supervisor per thread, and the task processes are forked
+by fork servers, one per slot, never by this process (which is no longer single-threaded, and a
+fork would copy its locks held by other threads). Against prefork that spares a pool process per
+slot (each ~55 MB, half of it copies of the main process's pages: docs/benchmarks.md), at no
+saving of CPU per try. With prefork, each pool process sets up as the threads pool's main process
+does, for its one slot.
+"""
 
 from __future__ import annotations
 
 import functools
 import gc
 import logging
+import os
 import warnings
 from typing import Any
 
-from celery import Celery, signals
+import click
+from celery import Celery, concurrency, signals
+from celery.concurrency.thread import TaskPool as ThreadsPool
 from celery.exceptions import CPendingDeprecationWarning, Reject
 from celery.worker.consumer import Consumer as CeleryConsumer
+from click.core import ParameterSource
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from broker_config import (
@@ -20,16 +33,17 @@ from broker_config import (
     parse_message,
     publish_many,
 )
-from state.db import forget_engines_after_fork, set_network_timeout
+from state.db import forget_engines_after_fork, set_network_timeout, set_pool_size
 from state.outage import Retry, StoreUnavailable, outage_budget, ride_out, set_budget
 from state.scheduling import Enqueue
 from tradewind.settings import get_settings
 from worker.claim import ClaimUnavailable
 from worker.execute import execute
-from worker.fork_server import stop_fork_server, use_fork_server
+from worker.fork_server import kill_fork_servers, stop_fork_server, use_fork_server
+from worker.process import kill_executed
 
 log = logging.getLogger("tradewind.worker")
-#: How long a pool process waits for an absent broker to publish the tries an end made ready:
+#: How long a supervisor waits for an absent broker to publish the tries an end made ready:
 #: TRADEWIND_TASK_QUEUED_TIMEOUT_SECONDS, after which the scheduler's queued rescue sends them.
 _publish_wait = {"seconds": 60.0}
 
@@ -113,22 +127,76 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]
         return super().ensure_connected(conn)
 
 
-def _freeze_before_the_pool_forks(**_: Any) -> None:
+class SupervisorThreads(ThreadsPool):  # type: ignore[misc]
+    """Celery's threads pool, able to end its running tries (what ``--pool threads`` runs).
+
+    Celery asks the pool to terminate each running task at a cold shutdown (SIGQUIT), and for a
+    revoke with ``terminate``; its threads pool raises NotImplementedError there, and the
+    interpreter's exit then waits for every try to end. A supervisor thread cannot be stopped
+    from outside, but its task can: every slot's fork server is killed, and its task processes
+    with it, and so are the runtime tasks and XCom helpers the supervisors started. Each
+    supervisor then records its try as killed (retried if tries are left), as prefork's
+    terminated pool processes leave theirs to the zombie rule. One thread cannot be told from
+    another here: a revoke with ``terminate`` ends every try of the worker.
+    """
+
+    def terminate_job(self, pid: int, signal: Any = None) -> None:
+        kill_fork_servers()
+        kill_executed()  # runtime tasks and XCom helpers: the supervisors' own children
+
+
+#: What ``celery -A worker worker`` runs when its command line names no ``--pool``.
+DEFAULT_POOL = f"{__name__}:SupervisorThreads"
+
+
+def _choose_the_pool(worker: Any) -> None:
+    """The threads pool, unless the command line (or CELERY_WORKER_POOL) names another.
+
+    Not through ``app.conf.worker_pool``: Celery's command line takes a ``--pool prefork`` for
+    its own default and replaces it with that setting, so a user could not ask for prefork.
+    Called before Celery resolves the pool (``worker_init``).
+    """
+    command = click.get_current_context(silent=True)
+    if command is None or "pool" not in command.params:
+        return  # a worker made in code: it runs the pool it was given
+    if command.get_parameter_source("pool") == ParameterSource.DEFAULT:
+        worker.pool_cls = DEFAULT_POOL
+    elif concurrency.get_implementation(worker.pool_cls) is ThreadsPool:
+        worker.pool_cls = SupervisorThreads  # --pool threads
+
+
+def _worker_starts(sender: Any, **_: Any) -> None:
+    _choose_the_pool(sender)
     # What the worker imported (Celery, SQLAlchemy, psycopg: ~80 MB) is shared with the pool
-    # processes it forks as long as nothing writes to it; the collector of a pool process scans
-    # every tracked object, writing to each, and so copied most of it into each of them.
-    # Frozen objects are never scanned.
+    # processes prefork forks as long as nothing writes to it; the collector of a pool process
+    # scans every tracked object, writing to each, and so copied most of it into each of them.
+    # Frozen objects are never scanned (and on the threads pool, never scanned again here).
     gc.collect()
     gc.freeze()
+    if issubclass(concurrency.get_implementation(sender.pool_cls), ThreadsPool):
+        # The supervisors run here, one per thread (Celery sends no worker_process_init).
+        slots = _slots(sender.concurrency)
+        set_pool_size(slots)
+        use_fork_server(servers=slots)
+
+
+def _slots(concurrency_option: Any) -> int:
+    # "auto" is resolved after worker_init: for the threads pool, to the available CPUs.
+    if isinstance(concurrency_option, int):
+        return concurrency_option
+    return len(os.sched_getaffinity(0))
 
 
 def _fresh_pool_process(**_: Any) -> None:
-    # A pool process is forked from the worker: its pooled connections are the parent's.
+    # A prefork pool process (or the solo pool's process): one slot. Forked from the worker,
+    # its pooled connections are the parent's.
     forget_engines_after_fork()
     use_fork_server()
 
 
-def _pool_process_exits(**_: Any) -> None:
+def _supervisors_done(**_: Any) -> None:
+    # The pool process exits, or the threads pool has stopped (its threads' tries are over):
+    # every fork server goes, and with it the task processes left (idle warm ones).
     stop_fork_server()
 
 
@@ -143,7 +211,8 @@ def _quiet_the_cancel_warning(**_: Any) -> None:
     )
 
 
-signals.worker_init.connect(_freeze_before_the_pool_forks)
+signals.worker_init.connect(_worker_starts)
 signals.worker_process_init.connect(_fresh_pool_process)
-signals.worker_process_shutdown.connect(_pool_process_exits)
+signals.worker_process_shutdown.connect(_supervisors_done)
+signals.worker_shutdown.connect(_supervisors_done)
 signals.worker_ready.connect(_quiet_the_cancel_warning)

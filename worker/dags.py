@@ -1,12 +1,17 @@
 """Finding a task in the worker's own DAG files, parsed once per file version per process.
 
-The Celery pool process parses a file on first use and keeps it, so the forked task process
-inherits the parsed DAG and starts without importing anything.
+The supervisor parses a file on first use and keeps it; so does the fork server, so that the task
+processes it forks inherit the parsed DAG and start without importing anything.
+
+One file at a time per process: a DAG file's import collects its tasks into module-level
+stacks of the authoring API (``tradewind/dag_context.py``), and two supervisor threads importing
+at once would put each other's tasks in their DAGs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from pathlib import Path
 
 from tradewind.dag import DAG
@@ -15,6 +20,7 @@ from tradewind.loader import load_dag_file, one_line_error
 from tradewind.task import Task
 
 _CACHE: dict[str, tuple[float, dict[str, DAG]]] = {}
+_LOADING = threading.Lock()
 
 
 def preload(fileloc: str) -> None:
@@ -43,6 +49,14 @@ def _dags_in(fileloc: str) -> dict[str, DAG]:
     cached = _CACHE.get(fileloc)
     if cached is not None and cached[0] == mtime:
         return cached[1]
+    with _LOADING:
+        cached = _CACHE.get(fileloc)  # loaded by another thread while this one waited
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        return _load(path, fileloc, mtime)
+
+
+def _load(path: Path, fileloc: str, mtime: float) -> dict[str, DAG]:
     try:
         dags = {dag.dag_id: dag for dag in load_dag_file(path)}
     except (Exception, SystemExit) as error:

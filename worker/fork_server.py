@@ -1,19 +1,30 @@
-"""Python task processes forked by a lean fork server, not by the Celery pool process.
+"""Python task processes forked by a lean fork server, not by the supervisor's process.
 
 A fork copies the page tables of the process that forks, and every page either side writes
 afterwards is copied too. Forked from a Celery pool process (celery, kombu, SQLAlchemy, psycopg:
 ~95 MB), that was most of a noop try's machine time: the fork, the pool process's copy-on-write
-faults while it supervised, and the task process's own teardown. So each pool process starts one
-fork server (``worker/fork_server_main.py``): a fresh interpreter that imports only what a task
-process runs (the authoring API, the runner, the DAG files it is asked for) and forks the task
-processes ahead of need (docs/decisions/tasks-fork-from-a-lean-server.md).
+faults while it supervised, and the task process's own teardown. And on the threads pool the
+supervisors' process runs several threads, and must not fork at all (a lock another thread held
+at the fork stays held in the child). So each slot (``worker/slots.py``: a thread of the threads
+pool, or a prefork pool process) has one fork server (``worker/fork_server_main.py``): a fresh
+interpreter that imports only what a task process runs (the authoring API, the runner, the DAG
+files it is asked for) and forks the task processes ahead of need
+(docs/decisions/tasks-fork-from-a-lean-server.md).
 
 The server hands over each spare task process's channel as soon as it has forked it, so starting a
 try is one send, straight to the spare, while the server forks the next one. The supervisor keeps
 everything else: it makes the task's comms socket and pipes and sends their far ends to the
 spare, signals the task's own process group as before, and learns its exit
-code from the server, which alone can reap it. The server dies with its pool process, and a task
-process with its server (``PR_SET_PDEATHSIG``); a server found gone is started again.
+code from the server, which alone can reap it. The server dies with the worker process that
+started it, and a task process with its server (``PR_SET_PDEATHSIG``); a server found gone is
+started again.
+
+One server per slot rather than one shared: the server's channel carries the spare it hands
+over and the exit reports of its task processes, read by the supervisor that waits for them;
+shared, every read would need a lock held across those waits, or a thread of its own to route
+each report to its supervisor. Per slot, a supervisor waits on its own channel only, and a
+spare is always ready for each slot (a server and its spare cost ~30 MB of PSS together, a
+prefork pool process ~55 MB: docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -33,13 +44,14 @@ from tradewind.dag import DAG
 from tradewind.task import Task
 from worker import protocol as p
 from worker.process import COMMS_FD_ENV, TaskProcess, fork_python_task, reap_finished
+from worker.slots import PerSlot
 from worker.task_runner.body import task_body
-from worker.warm import WarmProcess, drop_idle, next_start, start_in, take_idle
+from worker.warm import WarmProcess, drop_all_idle, next_start, start_in, take_idle
 
 log = logging.getLogger(__name__)
 
 SERVER_COMMAND = (sys.executable, "-m", "worker.fork_server_main")
-#: The pool process's pid, so the server can tell it died before ``PR_SET_PDEATHSIG`` was set.
+#: The worker process's pid, so the server can tell it died before ``PR_SET_PDEATHSIG`` was set.
 PARENT_PID_ENV = "TRADEWIND_FORK_SERVER_PARENT"
 MAX_PACKET_BYTES = 1 << 16
 #: An exited task process is reaped and reported at once; past this, it is taken as killed.
@@ -55,13 +67,13 @@ class ForkServerGone(ForkServerError):
 
 
 class ForkServer:
-    """One pool process's fork server: its process, the channel to it, the spare it handed over."""
+    """One slot's fork server: its process, the channel to it, the spare it handed over."""
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {**os.environ, COMMS_FD_ENV: str(theirs.fileno()), PARENT_PID_ENV: str(os.getpid())}
         # A session of its own: a Ctrl-C or honcho's SIGTERM to the worker's group must not
-        # reach it (it would take the running task with it); it goes when its pool process does.
+        # reach it (it would take the running task with it); it goes when its worker does.
         self._process = subprocess.Popen(
             SERVER_COMMAND, pass_fds=[theirs.fileno()], env=env, start_new_session=True
         )
@@ -104,6 +116,10 @@ class ForkServer:
     @property
     def pid(self) -> int:
         return self._process.pid
+
+    def kill(self) -> None:
+        """SIGKILL the server: its task processes die with it (``PR_SET_PDEATHSIG``)."""
+        self._process.kill()
 
     def close(self) -> None:
         """Close the channel: the server kills what is left of its task processes and exits."""
@@ -239,26 +255,62 @@ class TryChannels:
         )
 
 
-_server: ForkServer | None = None
+#: Each slot's fork server (``worker/slots.py``): one per supervising thread, so that a server's
+#: channel, its spare and its exit reports are read by one supervisor only, with no lock held
+#: across the waits for them.
+_servers: PerSlot[ForkServer] = PerSlot()
+#: Servers started ahead, at the worker's start, for the first slots that need one.
+_ready: list[ForkServer] = []
 _enabled = False
 
 
-def use_fork_server() -> None:
-    """From now on, this process's Python task processes come from a fork server (started now,
-    so its imports overlap the worker's start)."""
-    global _enabled, _server
+def use_fork_server(servers: int = 1) -> None:
+    """From now on, this process's Python task processes come from fork servers, one per slot;
+    ``servers`` of them are started now, so their imports overlap the worker's start."""
+    global _enabled
     _enabled = True
-    _server = ForkServer()
+    _ready.extend(ForkServer() for _ in range(servers))
 
 
 def stop_fork_server() -> None:
-    """Back to forking task processes here; the fork server, if one runs, exits."""
-    global _enabled, _server
+    """Back to forking task processes here; every slot's fork server exits, with what it runs.
+
+    Called once no supervisor runs (a pool process exits, or the threads pool has stopped).
+    """
+    global _enabled
     _enabled = False
-    drop_idle()
-    server, _server = _server, None
-    if server is not None:
+    drop_all_idle()
+    servers = [*_servers.take_all(), *_ready]
+    _ready.clear()
+    for server in servers:
         server.close()
+
+
+def kill_fork_servers() -> None:
+    """SIGKILL every slot's fork server, and so its task processes (a cold shutdown).
+
+    A supervisor thread cannot be stopped from outside: its task's death ends its try now, as
+    a killed try (retried if it has tries left), where waiting for the task would hold the
+    shutdown for as long as the task runs.
+    """
+    for server in _servers.values():
+        server.kill()
+
+
+def current_server() -> ForkServer | None:
+    """The fork server this slot uses (None: the fork server is off)."""
+    return _slot_server() if _enabled else None
+
+
+def _slot_server() -> ForkServer:
+    server = _servers.get()
+    if server is None or server.gone:
+        try:
+            server = _ready.pop()
+        except IndexError:
+            server = ForkServer()
+        _servers.put(server)
+    return server
 
 
 def start_python_task(
@@ -281,12 +333,9 @@ def start_python_task(
         started = _start_warm(warm, start, reuse)
         if started is not None:
             return started
-    global _server
     for _attempt in range(2):
-        if _server is None or _server.gone:
-            _server = ForkServer()
         try:
-            return _server.start(fileloc, dag.dag_id, task.task_id, details, reuse > 1)
+            return _slot_server().start(fileloc, dag.dag_id, task.task_id, details, reuse > 1)
         except ForkServerGone:
             continue  # started again once: a server killed between two tries is no failure
     raise ForkServerError("the fork server exited twice in a row: see the worker's log")

@@ -1,27 +1,27 @@
-"""The fork server: forks a pool process's Python task processes (``worker/fork_server.py``).
+"""The fork server: forks a supervisor's Python task processes (``worker/fork_server.py``).
 
-Started by the pool process as ``python -m worker.fork_server_main``, with its end of a
+Started by the supervisor as ``python -m worker.fork_server_main``, with its end of a
 SOCK_SEQPACKET pair in ``TRADEWIND_COMMS_FD``. It imports nothing of Celery or SQLAlchemy, so
 what it forks is small.
 
 It keeps one spare task process forked ahead, set up as far as a task process can be before it
-knows its task (own process group, death with its parent, signals, stdio), and hands the pool
-process the spare's end of a channel to it (``SpareReady``): the fork and that setup happen while
-the pool process is busy with the previous try, and starting a try is one send from the pool
-process to the spare (``StartTaskProcess``, with the task's comms socket and pipes), with no
-round trip through this server. The pool process then says ``SpareTaken``; the server loads that
+knows its task (own process group, death with its parent, signals, stdio), and hands the
+supervisor the spare's end of a channel to it (``SpareReady``): the fork and that setup happen
+while the supervisor is busy with the previous try, and starting a try is one send from the
+supervisor to the spare (``StartTaskProcess``, with the task's comms socket and pipes), with no
+round trip through this server. The supervisor then says ``SpareTaken``; the server loads that
 DAG file, if it changed, so the next spares inherit it, and forks the next spare. A spare that
 finds its DAG file changed since its fork loads it itself. Once a taken task process is reaped
 the server says ``TaskProcessExited`` with its exit code.
 
 A spare taken to stay warm is said with ``next_spare`` false: no spare is forked behind it (it
-would sit idle beside the warm process) until the pool process sends ``ForkSpare``.
+would sit idle beside the warm process) until the supervisor sends ``ForkSpare``.
 
 A spare started with ``then_wait`` (``TRADEWIND_TASK_PROCESS_REUSE``) may run several tries, each
-sent to it by the pool process on the spare's channel (``worker/task_runner/warm_loop.py``); the
+sent to it by the supervisor on the spare's channel (``worker/task_runner/warm_loop.py``); the
 server learns nothing of them, and reports its exit once, after its last.
 
-It exits when the pool process closes the channel or dies, and kills what is left of its task
+It exits when the supervisor closes the channel or dies, and kills what is left of its task
 processes then: they must not outlive the supervisor that records them.
 """
 
@@ -53,16 +53,16 @@ from worker.task_runner.warm_loop import receive_start, run_try, serve_tries
 
 
 class ForkServerLoop:
-    """Keeps a spare handed to the pool process; reports its children's exits. One selector."""
+    """Keeps a spare handed to the supervisor; reports its children's exits. One selector."""
 
     def __init__(self, control: socket.socket) -> None:
         self._control = control
-        self._spare: int | None = None  # the pid of the spare the pool process holds
-        # False while the pool process keeps its last spare warm and has asked for no other.
+        self._spare: int | None = None  # the pid of the spare the supervisor holds
+        # False while the supervisor keeps its last spare warm and has asked for no other.
         self._spare_wanted = True
         self._taken: set[int] = set()  # task processes running a try
-        # Spares reaped before the pool process said it took them: a fast task, or a spare that
-        # died waiting (which the pool process never names). Oldest first, a few kept.
+        # Spares reaped before the supervisor said it took them: a fast task, or a spare that
+        # died waiting (which the supervisor never names). Oldest first, a few kept.
         self._early_exits: dict[int, int] = {}
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
@@ -95,7 +95,7 @@ class ForkServerLoop:
         except ConnectionError:
             return False
         if not packet:
-            return False  # the pool process closed the channel, or died
+            return False  # the supervisor closed the channel, or died
         taken = p.TO_FORK_SERVER.validate_json(packet)
         if isinstance(taken, p.ForkSpare):
             self._spare_wanted = True
@@ -111,7 +111,7 @@ class ForkServerLoop:
         return True
 
     def _hand_over_spare(self) -> bool:
-        """Fork a spare and send its channel to the pool process; False once that is gone."""
+        """Fork a spare and send its channel to the supervisor; False once that is gone."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             pid = self._fork_spare(theirs)
@@ -128,7 +128,7 @@ class ForkServerLoop:
         except OSError:
             return False
         finally:
-            ours.close()  # the pool process holds it now: the spare's one way in
+            ours.close()  # the supervisor holds it now: the spare's one way in
         return True
 
     def _fork_spare(self, channel: socket.socket) -> int:
@@ -164,8 +164,8 @@ class ForkServerLoop:
                 if not self._send(p.TaskProcessExited(pid=pid, exit_code=code)):
                     return False
             elif pid == self._spare:
-                # Taken and done before the pool process said so, or dead unused: either way
-                # the pool process needs another spare, and may yet ask for this exit.
+                # Taken and done before the supervisor said so, or dead unused: either way
+                # the supervisor needs another spare, and may yet ask for this exit.
                 self._spare = None
                 self._early_exits[pid] = code
                 while len(self._early_exits) > _EARLY_EXITS_KEPT:
@@ -174,7 +174,7 @@ class ForkServerLoop:
     def _send(self, message: p.SpareReady | p.TaskProcessExited | p.ErrorResponse) -> bool:
         try:
             self._control.send(message.model_dump_json().encode())
-        except OSError:  # the pool process is gone
+        except OSError:  # the supervisor is gone
             return False
         return True
 
@@ -190,7 +190,7 @@ def _spare_main(channel: socket.socket, in_child: Callable[[], None]) -> NoRetur
         in_child()
         prepare_task_process()
         request, fds = receive_start(channel)
-        if request is None:  # the pool process let it go unused, or is gone
+        if request is None:  # the supervisor let it go unused, or is gone
             os._exit(0)
         if request.then_wait:
             code, fds = serve_tries(channel, request, fds)
@@ -208,7 +208,12 @@ def _ignore(signum: int, frame: FrameType | None) -> None:
 
 
 def _die_with(parent: int) -> None:
-    """SIGKILL this server when the pool process that started it dies, even by SIGKILL."""
+    """SIGKILL this server when the worker process that started it dies, even by SIGKILL.
+
+    Linux sends it when the *thread* that started the server ends: on the threads pool that is
+    the worker's main thread (the servers started with the worker) or a pool thread (a server
+    started again), each of which lives as long as the worker does.
+    """
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before prctl took effect

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from worker.slots import PerSlot
+
 if TYPE_CHECKING:
     from worker.warm import WarmProcess
 
@@ -184,7 +186,7 @@ def _die_with_parent() -> None:
 def _fresh_stdio() -> None:
     """Line-buffered stdout/stderr on the pipes, and logging to stderr only.
 
-    The Celery pool process replaced sys.stdout with its own proxy and configured handlers
+    The Celery worker replaced sys.stdout with its own proxy and configured handlers
     that write to the worker's log; the task's output must reach its try's log instead.
     """
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), line_buffering=True)
@@ -220,11 +222,33 @@ def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None)
     )
     child_end.close()
     assert popen.stdout is not None and popen.stderr is not None
-    return TaskProcess(popen.pid, parent_end, popen.stdout.fileno(), popen.stderr.fileno(), popen)
+    process = TaskProcess(
+        popen.pid, parent_end, popen.stdout.fileno(), popen.stderr.fileno(), popen
+    )
+    _EXECUTED.get_or_make(list).append(process)
+    return process
 
 
-#: Task processes whose end was recorded before they could be reaped (see the supervisor).
-_UNREAPED: list[TaskProcess] = []
+#: The runtime task and helper processes each slot started and has not closed yet: its children,
+#: not a fork server's, so a cold shutdown kills them itself (``kill_executed``).
+_EXECUTED: PerSlot[list[TaskProcess]] = PerSlot()
+
+
+def kill_executed() -> None:
+    """SIGKILL the process groups of every slot's runtime task and helper processes."""
+    for processes in _EXECUTED.values():
+        for process in list(processes):
+            process.signal_group(signal.SIGKILL)
+
+
+#: Task processes whose end was recorded before they could be reaped (see the supervisor), per
+#: slot: a fork server's task process is polled through that slot's server (``worker/slots.py``).
+_UNREAPED: PerSlot[list[TaskProcess]] = PerSlot()
+
+
+def unreaped() -> list[TaskProcess]:
+    """This slot's task processes left exiting, not reaped yet."""
+    return _UNREAPED.get_or_make(list)
 
 
 def reap_later(process: TaskProcess) -> None:
@@ -234,20 +258,21 @@ def reap_later(process: TaskProcess) -> None:
     there would be a process nobody reaps.
     """
     if process.poll() is None:
-        _UNREAPED.append(process)
+        unreaped().append(process)
     else:
         process.signal_group(signal.SIGKILL)  # what it left running in its group
 
 
 def reap_finished() -> None:
-    """Reap the task processes left exiting by earlier tries; at most one each, so few."""
-    for process in list(_UNREAPED):
+    """Reap the task processes left exiting by this slot's earlier tries; at most one each."""
+    left = unreaped()
+    for process in list(left):
         try:
             gone = process.poll() is not None
         except ChildProcessError:
             gone = True
         if gone:
-            _UNREAPED.remove(process)
+            left.remove(process)
             process.signal_group(signal.SIGKILL)  # what it left running in its group
 
 
@@ -255,6 +280,9 @@ def close_process_handles(process: TaskProcess) -> None:
     """Close the supervisor's ends of the socket and pipes."""
     process.comms.close()
     if process.popen is not None:
+        executed = _EXECUTED.get()
+        if executed is not None and process in executed:
+            executed.remove(process)
         for stream in (process.popen.stdout, process.popen.stderr):
             if stream is not None:
                 stream.close()

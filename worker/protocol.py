@@ -360,20 +360,20 @@ TO_HELPER: TypeAdapter[ToHelper] = TypeAdapter(ToHelper)
 
 # --- the fork server channel (docs/decisions/tasks-fork-from-a-lean-server.md) ------------
 # SOCK_SEQPACKET pairs, one JSON message per packet, since some carry file descriptors
-# (SCM_RIGHTS). The server hands its pool process a spare task process's channel ahead of need;
-# the pool process sends the start of a try down that channel itself, then tells the server the
+# (SCM_RIGHTS). The server hands its supervisor a spare task process's channel ahead of need;
+# the supervisor sends the start of a try down that channel itself, then tells the server the
 # spare was taken; the server says how each taken task process exited once it has reaped it.
 
 
 class SpareReady(_Message):
-    """A spare task process waits on the channel sent with this (server → pool process)."""
+    """A spare task process waits on the channel sent with this (server → supervisor)."""
 
     type: Literal["SpareReady"] = "SpareReady"
     pid: int
 
 
 class StartTaskProcess(_Message):
-    """Run this task on the comms socket and pipes sent with it (pool process → spare)."""
+    """Run this task on the comms socket and pipes sent with it (supervisor → spare)."""
 
     type: Literal["StartTaskProcess"] = "StartTaskProcess"
     fileloc: str
@@ -388,18 +388,18 @@ class StartTaskProcess(_Message):
 
 
 class SpareTaken(_Message):
-    """The spare ``pid`` runs a task of ``fileloc`` now (pool process → server)."""
+    """The spare ``pid`` runs a task of ``fileloc`` now (supervisor → server)."""
 
     type: Literal["SpareTaken"] = "SpareTaken"
     pid: int
     fileloc: str
-    # False when the spare stays warm for the pool process's next tries: the server forks no
+    # False when the spare stays warm for the supervisor's next tries: the server forks no
     # next spare until ``ForkSpare`` (a spare idle beside a warm process: its private pages).
     next_spare: bool = True
 
 
 class ForkSpare(_Message):
-    """Fork a spare now (pool process → server): it has none, and none is coming."""
+    """Fork a spare now (supervisor → server): it has none, and none is coming."""
 
     type: Literal["ForkSpare"] = "ForkSpare"
 
@@ -420,7 +420,7 @@ TO_FORK_SERVER: TypeAdapter[ToForkServer] = TypeAdapter(ToForkServer)
 
 
 # --- a warm task process's channel (TRADEWIND_TASK_PROCESS_REUSE, DESIGN.md §7) -----------
-# The spare's channel, kept by the pool process after a start with ``then_wait``. Once the try's
+# The spare's channel, kept by the supervisor after a start with ``then_wait``. Once the try's
 # outcome is said, and before the task process closes the try's socket and pipes (so the
 # supervisor finds it waiting when it sees them close), it says one of these two.
 

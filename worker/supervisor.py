@@ -87,7 +87,7 @@ class SupervisorLoop:
             os.close(self._pidfd)
         # Whatever the task left running in its group goes with it; for a task still exiting
         # (said and closed), once it is reaped (``reap_later``): a SIGKILL sent to its group
-        # while it exits was seen to kill the next task process of this pool process too.
+        # while it exits was seen to kill the next task process of this slot too.
         if self.process.exit_code is not None:
             self.process.signal_group(signal.SIGKILL)
 

@@ -1,9 +1,9 @@
-"""Warm task processes, the pool process's side: one task process kept for the next try.
+"""Warm task processes, the supervisor's side: one task process kept for the next try.
 
 With ``TRADEWIND_TASK_PROCESS_REUSE=N`` (N > 1) a Python task process that ended its try cleanly
 waits for the next one instead of exiting, up to N tries (DESIGN.md §7, as Celery's
 ``worker_max_tasks_per_child``): the fork, the process's set-up and its teardown are then paid
-once per N tries, not once per try. The pool process keeps the spare's channel of the fork
+once per N tries, not once per try. The supervisor keeps the spare's channel of the fork
 server (``WarmProcess``), and sends the next ``StartTaskProcess`` down it, with the next try's
 own socket and pipes.
 
@@ -11,8 +11,9 @@ Which process is kept is decided twice. The task process says whether the try le
 another (``TaskProcessIdle``) or not (``TaskProcessExiting``: a child process still there, a
 thread still running, its working directory or environment changed;
 ``worker/task_runner/warm_loop.py``). The supervisor adds what only it knows: a try that timed
-out, was stopped, or whose process exited or never said either, ends that process. A pool process
-runs one try at a time, so it keeps at most one idle process.
+out, was stopped, or whose process exited or never said either, ends that process. A slot (a
+thread of the threads pool, or a prefork pool process) runs one try at a time, so it keeps at most
+one idle process, its own: its exit is reported on that slot's fork server (``worker/slots.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from worker import protocol as p
+from worker.slots import PerSlot
 
 if TYPE_CHECKING:
     from worker.logs import TryLog
@@ -66,13 +68,17 @@ class WarmProcess:
         self.channel.close()
 
 
-_idle: WarmProcess | None = None
+_idle: PerSlot[WarmProcess] = PerSlot()
+
+
+def idle_process() -> WarmProcess | None:
+    """This slot's idle task process, if one waits (left idle)."""
+    return _idle.get()
 
 
 def take_idle() -> WarmProcess | None:
-    """The idle task process, if one waits and is still alive (taken: it is no longer idle)."""
-    global _idle
-    warm, _idle = _idle, None
+    """This slot's idle task process, if one waits and is still alive (taken: no longer idle)."""
+    warm = _idle.take()
     if warm is not None and not warm.alive():
         warm.close()
         return None
@@ -80,9 +86,15 @@ def take_idle() -> WarmProcess | None:
 
 
 def drop_idle() -> None:
-    """Let the idle task process, if any, exit (the pool process stops, or its server went)."""
-    warm = take_idle()
+    """Let this slot's idle task process, if any, exit (its server went)."""
+    warm = _idle.take()
     if warm is not None:
+        warm.close()
+
+
+def drop_all_idle() -> None:
+    """Let every slot's idle task process exit (the worker stops)."""
+    for warm in _idle.take_all():
         warm.close()
 
 
@@ -94,13 +106,12 @@ def keep_or_release(warm: WarmProcess | None, log: TryLog, clean: bool) -> bool:
     said how it ended and closed its channels; no timeout, no stop). A process not kept
     is let go, and reaped by the caller as any other.
     """
-    global _idle
     if warm is None:
         return False
     said = warm.said()
     if clean and isinstance(said, p.TaskProcessIdle):
         drop_idle()
-        _idle = warm
+        _idle.put(warm)
         return True
     if isinstance(said, p.TaskProcessExiting):
         log.line("supervisor", f"the task process is not reused: {said.reason}")

@@ -83,7 +83,7 @@ class HostsFleet:
         return env
 
     def start_worker(self, host: str, concurrency: int = 1) -> Popen:
-        argv = [sys.executable, "-m", "celery", "-A", "worker", "worker", "--pool", "prefork",
+        argv = [sys.executable, "-m", "celery", "-A", "worker", "worker",
                 "-c", str(concurrency), "-n", f"{host}@{self.lab.tag}", "--loglevel", "INFO",
                 "--without-gossip", "--without-mingle"]  # fmt: skip
         return self._start(host, argv)

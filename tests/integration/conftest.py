@@ -51,7 +51,11 @@ class Fleet:
         self.processes.append((process, out))
         return process
 
-    def start_worker(self, name: str = "w1", concurrency: int = 2) -> subprocess.Popen[bytes]:
+    def start_worker(
+        self, name: str = "w1", concurrency: int = 2, pool: str | None = None
+    ) -> subprocess.Popen[bytes]:
+        """``celery -A worker worker``; ``pool``: its ``--pool`` (None: the default, threads)."""
+        options = ["--pool", pool] if pool is not None else []
         return self.start(
             name,
             [
@@ -61,8 +65,7 @@ class Fleet:
                 "-A",
                 "worker",
                 "worker",
-                "--pool",
-                "prefork",
+                *options,
                 "-c",
                 str(concurrency),
                 "-n",

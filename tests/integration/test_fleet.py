@@ -55,8 +55,13 @@ def test_execution_timeout_kills_the_task_and_its_children(fleet, tmp_path: Path
     assert "execution_timeout of 2s exceeded" in log
 
 
-def test_worker_killed_mid_task_is_recovered_by_the_zombie_rule(fleet, tmp_path: Path) -> None:
-    fleet.start_worker()
+@pytest.mark.parametrize("pool", ["threads", "prefork"])
+def test_supervisor_killed_mid_task_is_recovered_by_the_zombie_rule(
+    fleet, tmp_path: Path, pool: str
+) -> None:
+    """On the threads pool the supervisor is the worker: a worker started after it runs the
+    retry. On prefork it is a pool process, which Celery replaces."""
+    fleet.start_worker(pool=pool)
     fleet.start_scheduler()
     marker = tmp_path / "tries.txt"
     fleet.trigger("slow_dag", "r1", conf={"marker": str(marker), "sleep": 60})
@@ -65,6 +70,8 @@ def test_worker_killed_mid_task_is_recovered_by_the_zombie_rule(fleet, tmp_path:
     task_pid = int(marker.read_text().split()[1])
 
     os.kill(supervisor_pid, signal.SIGKILL)
+    if pool == "threads":
+        fleet.start_worker("w2")
 
     assert fleet.wait_run("slow_dag", "r1", timeout=90) == "success"
     ti = fleet.task_instances("slow_dag", "r1")["slow"]

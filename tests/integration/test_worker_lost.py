@@ -1,11 +1,12 @@
-"""A task that kills its Celery worker process every try is failed after ``max_deliveries``.
+"""A task that kills its Celery pool process every try is failed after ``max_deliveries``.
 
-With ``task_reject_on_worker_lost`` Celery gives the message back each time its pool process
-dies, and the claim drops the copy of a try that is still ``running``; the zombie rule ends that
-try and the next one starts. Each delivery is counted in SQL, across tries, until a supervisor
-records the end of one: a task that never lets its supervisor get that far is failed once the
-count passes ``max_deliveries`` (3), here at the redelivery of its second try, instead of
-killing a worker six times (retries=5).
+On ``--pool prefork`` (on the threads pool the supervisor is the worker itself: killing it is a
+worker lost, ``tests/integration/test_fleet.py``). With ``task_reject_on_worker_lost`` Celery
+gives the message back each time its pool process dies, and the claim drops the copy of a try
+that is still ``running``; the zombie rule ends that try and the next one starts. Each delivery
+is counted in SQL, across tries, until a supervisor records the end of one: a task that never
+lets its supervisor get that far is failed once the count passes ``max_deliveries`` (3), here at
+the redelivery of its second try, instead of killing a worker six times (retries=5).
 
 Celery notices a pool process's death at once, or at its next pool check (every 5 s) when it saw
 the process's exit before the process could be reaped: the zombie threshold (8 s) is longer, so
@@ -38,7 +39,7 @@ def fleet(make_fleet: Callable[..., Fleet], tmp_path: Path) -> Fleet:
 def test_a_task_that_keeps_killing_its_worker_is_failed_after_max_deliveries(
     fleet: Fleet,
 ) -> None:
-    fleet.start_worker("w1", concurrency=1)
+    fleet.start_worker("w1", concurrency=1, pool="prefork")
     fleet.start_scheduler()
     fleet.trigger("worker_killer", "r1")
 

@@ -1,7 +1,7 @@
-"""Task processes forked by the fork server, as in a Celery pool process.
+"""Task processes forked by the fork server, as in a Celery worker's slot.
 
-Each test turns the fork server on in this process (``use_fork_server``, what a pool process does
-at its start) and runs tries through ``worker.execute.execute`` against a real SQLite store, as the
+Each test turns the fork server on in this process (``use_fork_server``, what a worker does at its
+start) and runs tries through ``worker.execute.execute`` against a real SQLite store, as the
 supervisor tests do; the faults are real processes killed with real signals.
 """
 
@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,7 +105,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
 
 
 def server() -> ForkServer:
-    current = fork_server._server  # this process's, once use_fork_server() ran
+    current = fork_server.current_server()  # this slot's, once use_fork_server() ran
     assert current is not None
     return current
 
@@ -139,6 +140,33 @@ def test_the_tasks_run_in_processes_the_fork_server_forked(home: Home) -> None:
     assert task_pid not in (os.getpid(), server().pid)
     assert json.loads(home.xcoms(run_pk)[("double", "return_value")]) == task_pid * 2
     assert home.ti(run_pk, "parentage").pid == os.getpid()  # the supervisor's, as always
+
+
+def test_two_slots_supervise_at_once_each_with_its_own_fork_server(home: Home) -> None:
+    """As on the threads pool: two supervisor threads of this process, a run each, at once."""
+    runs = [start(home, "parentage") for _ in range(2)]
+    outcomes: dict[int, list[str]] = {}
+    servers: dict[int, int] = {}
+    together = threading.Barrier(2)
+
+    def slot(index: int) -> None:
+        together.wait()
+        run_pk, pending = runs[index]
+        outcomes[index] = run_tries(home, run_pk, pending)
+        servers[index] = server().pid
+
+    slots = [threading.Thread(target=slot, args=(index,)) for index in range(2)]
+    for thread in slots:
+        thread.start()
+    for thread in slots:
+        thread.join(120)
+
+    assert outcomes == {0: ["success", "success"], 1: ["success", "success"]}
+    assert servers[0] != servers[1]  # one fork server per slot
+    assert all("worker.fork_server_main" in parent for parent in out(home, "parent"))
+    for run_pk, _pending in runs:
+        task_pid = json.loads(home.xcoms(run_pk)[("parentage", "return_value")])
+        assert json.loads(home.xcoms(run_pk)[("double", "return_value")]) == task_pid * 2
 
 
 def test_execution_timeout_kills_the_group_of_a_task_the_server_forked(home: Home) -> None:
@@ -201,7 +229,7 @@ from worker.dags import find_task
 fork_server.use_fork_server()
 dag, task = find_task(sys.argv[1], "timeout", "slow")
 process = fork_server.start_python_task(sys.argv[1], dag, task)
-print(fork_server._server.pid, process.pid, flush=True)
+print(fork_server.current_server().pid, process.pid, flush=True)
 time.sleep(60)
 """
 

@@ -350,11 +350,12 @@ def test_a_changed_dag_file_is_imported_again_in_the_warm_process(home: Home) ->
 
 def test_stopping_the_fork_server_lets_the_idle_process_go(home: Home) -> None:
     idle = probe_pid(home)
-    assert warm._idle is not None and warm._idle.pid == idle
+    idle_process = warm.idle_process()
+    assert idle_process is not None and idle_process.pid == idle
 
     fork_server.stop_fork_server()
 
-    assert warm._idle is None
+    assert warm.idle_process() is None
     assert wait_until(lambda: pid_gone(idle))
 
 
@@ -382,7 +383,7 @@ def test_a_runtime_task_starts_fresh_and_leaves_the_warm_process_waiting(home: H
 
 
 def fork_server_children() -> set[int]:
-    server = fork_server._server
+    server = fork_server.current_server()
     assert server is not None
     children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
     return {int(pid) for pid in children}

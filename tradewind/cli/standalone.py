@@ -72,7 +72,7 @@ class Fleet:
 def worker_command(concurrency: int) -> list[str]:
     return [
         sys.executable, "-m", "celery", "-A", "worker", "worker",
-        "--pool", "prefork", "-c", str(concurrency), "--loglevel", "WARNING",
+        "-c", str(concurrency), "--loglevel", "WARNING",
     ]  # fmt: skip
 
 
@@ -153,7 +153,10 @@ def standalone(
         str | None, typer.Option("--conf", help="The --run's conf, a JSON object.")
     ] = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", min=1, help="Worker pool processes.")
+        int,
+        typer.Option(
+            "--concurrency", "-c", min=1, help="Tries the worker runs at once (its slots)."
+        ),
     ] = 2,
 ) -> None:
     """Scheduler + Celery worker + embedded defaults in one command, for a first run."""

@@ -1,6 +1,6 @@
 """What a forked Python task process runs, plain or iterable: its body, given its comms socket.
 
-The pool process forks it (``worker/process.py``) or a fork server's spare runs it
+The supervisor forks it (``worker/process.py``, tests only) or a fork server's spare runs it
 (``worker/fork_server_main.py``); either way the body returns the task process's exit code.
 """
 

@@ -6,7 +6,7 @@ so an orphaned grandchild counts too), no thread left running, the same working 
 environment as before its first try. If so it says ``TaskProcessIdle`` on its channel, closes the
 try's socket and pipes (the supervisor records the try then), and waits on the channel for the
 next ``StartTaskProcess``; if not it says ``TaskProcessExiting`` with the reason, and exits as a
-fresh process does. The pool process's side, and what only it can judge (a timeout, a stop), is
+fresh process does. The supervisor's side, and what only it can judge (a timeout, a stop), is
 ``worker/warm.py``.
 
 What a reused process keeps between tries is what Python keeps: every imported module and its
@@ -81,7 +81,7 @@ def serve_tries(
             return code, fds
         # Said before the try's channels close: the supervisor, seeing them close, finds it.
         if not _say(channel, p.TaskProcessIdle(pid=os.getpid())):
-            return code, fds  # the pool process let it go (it stopped the try): exit
+            return code, fds  # the supervisor let it go (it stopped the try): exit
         close_try_channels(fds)
         fds = []
         got, fds = receive_start(channel)
@@ -89,7 +89,7 @@ def serve_tries(
             return 0, fds
         request = got
         if not request.then_wait:
-            channel.close()  # its last try: the pool process let the channel go
+            channel.close()  # its last try: the supervisor let the channel go
         _fresh_try_state()
 
 
@@ -179,7 +179,7 @@ def _fresh_try_state() -> None:
 
 
 def _say(channel: socket.socket, message: p.TaskProcessIdle | p.TaskProcessExiting) -> bool:
-    """Send ``message`` to the pool process; False if it closed the channel."""
+    """Send ``message`` to the supervisor; False if it closed the channel."""
     try:
         channel.send(message.model_dump_json().encode())
     except OSError:

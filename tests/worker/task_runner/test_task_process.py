@@ -159,12 +159,12 @@ def test_a_task_process_recorded_before_its_exit_is_reaped_later(started: str) -
     else:
         process = process_module.exec_runtime_task(["sleep", "0.3"])
     process_module.reap_later(process)
-    assert process in process_module._UNREAPED  # still running: kept, not dropped
+    assert process in process_module.unreaped()  # still running: kept, not dropped
     deadline = time.monotonic() + 10
-    while process in process_module._UNREAPED and time.monotonic() < deadline:
+    while process in process_module.unreaped() and time.monotonic() < deadline:
         time.sleep(0.05)
         process_module.reap_finished()
-    assert process not in process_module._UNREAPED
+    assert process not in process_module.unreaped()
     assert process.exit_code == 0
     assert not Path(f"/proc/{process.pid}").exists()
     process_module.close_process_handles(process)
