@@ -73,6 +73,9 @@ class GridCell:
     counts: tuple[tuple[TaskInstanceState, int], ...] = ()
     total: int = 0
     mapped: bool = False  # drawn as a bar even with one task instance
+    #: For the shared cells of one task instance (``_ONE``), their HTML around the link and
+    #: the title's row id, written once: a grid draws most of its cells from them.
+    parts: tuple[str, str] | None = None
 
     @property
     def title(self) -> str:
@@ -88,7 +91,18 @@ class GridCell:
 
 BLANK = GridCell(None)
 #: The cell of one unmapped task instance in each state: most cells of a grid, made once.
-_ONE = {state: GridCell(state, ((state, 1),), 1) for state in TaskInstanceState}
+_ONE = {
+    state: GridCell(
+        state,
+        ((state, 1),),
+        1,
+        parts=(
+            f'<td><a class="cell state-{state}" href="',
+            f': {state}" data-state="{state}"></a></td>',
+        ),
+    )
+    for state in TaskInstanceState
+}
 
 
 def grid_rows(structure: DagStructure) -> tuple[Row, ...]:
@@ -246,7 +260,9 @@ class GridLine:
             return Markup("".join(_cell_html(row_id, cell, "") for cell in self.cells))
         return Markup(
             "".join(
-                _cell_html(row_id, cell, f' href="{link}{row_id}"')
+                f'{parts[0]}{link}{row_id}" title="{row_id}{parts[1]}'
+                if (parts := cell.parts) is not None
+                else _cell_html(row_id, cell, f' href="{link}{row_id}"')
                 for cell, link in zip(self.cells, self.run_links, strict=True)
             )
         )
