@@ -39,8 +39,8 @@ from state.scheduling import Enqueue
 from tradewind.settings import get_settings
 from worker.claim import ClaimUnavailable
 from worker.execute import execute
-from worker.fork_server import kill_fork_servers, stop_fork_server, use_fork_server
-from worker.process import kill_executed
+from worker.fork_server import stop_fork_server, use_fork_server
+from worker.threads import SupervisorThreads
 
 log = logging.getLogger("tradewind.worker")
 #: How long a supervisor waits for an absent broker to publish the tries an end made ready:
@@ -127,26 +127,8 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]
         return super().ensure_connected(conn)
 
 
-class SupervisorThreads(ThreadsPool):  # type: ignore[misc]
-    """Celery's threads pool, able to end its running tries (what ``--pool threads`` runs).
-
-    Celery asks the pool to terminate each running task at a cold shutdown (SIGQUIT), and for a
-    revoke with ``terminate``; its threads pool raises NotImplementedError there, and the
-    interpreter's exit then waits for every try to end. A supervisor thread cannot be stopped
-    from outside, but its task can: every slot's fork server is killed, and its task processes
-    with it, and so are the runtime tasks and XCom helpers the supervisors started. Each
-    supervisor then records its try as killed (retried if tries are left), as prefork's
-    terminated pool processes leave theirs to the zombie rule. One thread cannot be told from
-    another here: a revoke with ``terminate`` ends every try of the worker.
-    """
-
-    def terminate_job(self, pid: int, signal: Any = None) -> None:
-        kill_fork_servers()
-        kill_executed()  # runtime tasks and XCom helpers: the supervisors' own children
-
-
 #: What ``celery -A worker worker`` runs when its command line names no ``--pool``.
-DEFAULT_POOL = f"{__name__}:SupervisorThreads"
+DEFAULT_POOL = "worker.threads:SupervisorThreads"  # the banner names the module: "(threads)"
 
 
 def _choose_the_pool(worker: Any) -> None:
