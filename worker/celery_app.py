@@ -15,6 +15,7 @@ import functools
 import gc
 import logging
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -158,8 +159,21 @@ def _worker_starts(sender: Any, **_: Any) -> None:
     if issubclass(concurrency.get_implementation(sender.pool_cls), ThreadsPool):
         # The supervisors run here, one per thread (Celery sends no worker_process_init).
         slots = _slots(sender.concurrency)
+        switch_threads_often()
         set_pool_size(slots)
         use_fork_server(servers=slots)
+
+
+#: How long a thread holding the GIL keeps it while another waits for it, on the threads pool.
+#: Python's 5 ms is a wait added to every hand-over between the supervisors and Celery's consumer
+#: (a try's end ready to publish, a message to claim) whenever one of them is busy: warm tries
+#: ran at 0.85-0.86 of prefork's rate with it, at 1.02 with 0.5 ms, at the same CPU per try
+#: (docs/benchmarks.md, "One interpreter supervising both slots").
+SWITCH_INTERVAL_SECONDS = 0.0005
+
+
+def switch_threads_often() -> None:
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
 
 
 def _slots(concurrency_option: Any) -> int:
@@ -182,6 +196,17 @@ def _supervisors_done(**_: Any) -> None:
     stop_fork_server()
 
 
+def _say_the_pool(sender: Any, **_: Any) -> None:
+    # Once Celery's logging is up (it is not yet at worker_init).
+    pool = getattr(getattr(sender, "pool", None), "__class__", None)
+    if pool is not None and issubclass(pool, ThreadsPool):
+        log.info(
+            "threads pool: %s slots; GIL switch interval %.1f ms",
+            sender.pool.limit,
+            1000 * sys.getswitchinterval(),
+        )
+
+
 def _quiet_the_cancel_warning(**_: Any) -> None:
     # Celery warns at each broker connection loss that its default for cancelling running
     # tasks changes in 6.0; Tradewind sets it (False) itself, on purpose (broker_config/
@@ -198,3 +223,4 @@ signals.worker_process_init.connect(_fresh_pool_process)
 signals.worker_process_shutdown.connect(_supervisors_done)
 signals.worker_shutdown.connect(_supervisors_done)
 signals.worker_ready.connect(_quiet_the_cancel_warning)
+signals.worker_ready.connect(_say_the_pool)

@@ -81,6 +81,9 @@ def test_a_warm_shutdown_lets_the_running_try_finish_then_leaves_nothing(
     started = _tree(worker.pid)
     assert task_pid in started
     assert len(_fork_servers(worker.pid)) == 2  # one per slot
+    if pool is None:  # the threads pool, with its interval (worker/celery_app.py)
+        assert "threads pool: 2 slots" in fleet.log("w1")
+        assert "GIL switch interval 0.5 ms" in fleet.log("w1")
 
     os.kill(worker.pid, signal.SIGTERM)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -133,3 +134,15 @@ def test_the_registered_task_acks_late_and_drops_a_bad_message(
     with caplog.at_level(logging.ERROR, logger="tradewind.worker"):
         assert task(message={"ti_id": "nope"}) == "dropped"  # run in this process, no broker
     assert len(caplog.records) == 1
+
+
+def test_the_threads_pool_hands_the_gil_over_often() -> None:
+    from worker.celery_app import SWITCH_INTERVAL_SECONDS, switch_threads_often
+
+    before = sys.getswitchinterval()
+    try:
+        switch_threads_often()
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL_SECONDS)
+        assert SWITCH_INTERVAL_SECONDS < 0.005  # Python's default
+    finally:
+        sys.setswitchinterval(before)
