@@ -198,11 +198,11 @@ def _supervisors_done(**_: Any) -> None:
 
 def _say_the_pool(sender: Any, **_: Any) -> None:
     # Once Celery's logging is up (it is not yet at worker_init).
-    pool = getattr(getattr(sender, "pool", None), "__class__", None)
-    if pool is not None and issubclass(pool, ThreadsPool):
+    pool = getattr(sender, "pool", None)
+    if isinstance(pool, ThreadsPool):
         log.info(
             "threads pool: %s slots; GIL switch interval %.1f ms",
-            sender.pool.limit,
+            pool.limit,
             1000 * sys.getswitchinterval(),
         )
 
