@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -38,3 +38,33 @@ def parse_message(payload: Any) -> TaskInstanceMessage:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "message"
         raise InvalidMessage(f"malformed task-instance message: {where}: {first['msg']}") from None
+
+
+class QueuedTry(Protocol):
+    """What a queued try carries (the state store's rows have these attributes)."""
+
+    @property
+    def ti_id(self) -> int: ...
+    @property
+    def try_number(self) -> int: ...
+    @property
+    def dag_id(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def map_index(self) -> int: ...
+    @property
+    def queue(self) -> str: ...
+
+
+def message_of(queued: QueuedTry) -> TaskInstanceMessage:
+    return TaskInstanceMessage(
+        ti_id=queued.ti_id,
+        try_number=queued.try_number,
+        dag_id=queued.dag_id,
+        run_id=queued.run_id,
+        task_id=queued.task_id,
+        map_index=queued.map_index,
+    )

@@ -15,45 +15,15 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
 
 from broker_config.envelope import EVENT_CHANNEL, sent_event, task_envelope
-from broker_config.message import TaskInstanceMessage
+from broker_config.message import QueuedTry, message_of
 from broker_config.names import EXECUTE_TASK_NAME, queue_name
-
-
-class QueuedTry(Protocol):
-    """What a queued try carries (the state store's rows have these attributes)."""
-
-    @property
-    def ti_id(self) -> int: ...
-    @property
-    def try_number(self) -> int: ...
-    @property
-    def dag_id(self) -> str: ...
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def task_id(self) -> str: ...
-    @property
-    def map_index(self) -> int: ...
-    @property
-    def queue(self) -> str: ...
-
-
-def message_of(queued: QueuedTry) -> TaskInstanceMessage:
-    return TaskInstanceMessage(
-        ti_id=queued.ti_id,
-        try_number=queued.try_number,
-        dag_id=queued.dag_id,
-        run_id=queued.run_id,
-        task_id=queued.task_id,
-        map_index=queued.map_index,
-    )
 
 
 def publish_many(app: Celery, tries: Iterable[QueuedTry]) -> int:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Dialect, Engine, create_engine, event, exc, make_url
+from sqlalchemy import Dialect, Engine, create_engine, event, exc, inspect, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 #: A pooled connection idle for longer than this is pinged before it is used again.
@@ -226,6 +226,15 @@ def statement_scope(url: str) -> Iterator[Session]:
         autocommit = connection.execution_options(isolation_level="AUTOCOMMIT")
         with Session(bind=autocommit, expire_on_commit=False) as session, session.begin():
             yield session
+
+
+def schema_revision(url: str) -> str | None:
+    """The migration the database at ``url`` is at, from Alembic's own table; ``None`` when it
+    was never migrated (``state.migrate.current_revision`` asks Alembic the same)."""
+    with get_engine(url).connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        return connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
 def store_answers(url: str) -> bool:

@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         print("the models match the migrations: nothing to generate", file=sys.stderr)
         return 1
     print(path)
+    print(
+        f"then set SCHEMA_REVISION in state/models.py to {path.name.split('_')[0]!r}",
+        file=sys.stderr,
+    )
     return 0
 
 

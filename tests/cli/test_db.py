@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from state.migrate import current_revision
+from state.models import SCHEMA_REVISION
 from tradewind.cli.main import app
-from tradewind.cli.store import head_revision
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv
@@ -27,19 +27,19 @@ def one_error_line(result: Result) -> str:
 def test_db_migrate_creates_the_schema_then_has_nothing_to_do(cli: Cli, env: CliEnv) -> None:
     first = cli("db", "migrate")
     assert first.exit_code == 0, first.output
-    assert f"upgraded schema none -> {head_revision()}" in first.stdout
-    assert current_revision(get_settings().sql_url) == head_revision()
+    assert f"upgraded schema none -> {SCHEMA_REVISION}" in first.stdout
+    assert current_revision(get_settings().sql_url) == SCHEMA_REVISION
 
     again = cli("db", "migrate")
     assert again.exit_code == 0, again.output
-    assert f"already at schema {head_revision()}" in again.stdout
+    assert f"already at schema {SCHEMA_REVISION}" in again.stdout
 
 
 def test_the_embedded_sqlite_store_is_migrated_on_first_use(cli: Cli, env: CliEnv) -> None:
     result = cli("dags", "list")
 
     assert result.exit_code == 0, result.output
-    assert current_revision(get_settings().sql_url) == head_revision()
+    assert current_revision(get_settings().sql_url) == SCHEMA_REVISION
 
 
 @pytest.mark.integration

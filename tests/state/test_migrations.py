@@ -17,7 +17,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Column, Integer, MetaData, String, Table, inspect, text
 
 from state import migrate
-from state.db import get_engine
+from state.db import get_engine, schema_revision
 from state.migrate import (
     MIGRATIONS_DIR,
     alembic_config,
@@ -26,7 +26,7 @@ from state.migrate import (
     upgrade,
 )
 from state.migrations import autogen
-from state.models import NAMING, Base
+from state.models import NAMING, SCHEMA_REVISION, Base
 
 PG_DATABASE_PREFIX = "tw_mig_"
 
@@ -35,9 +35,15 @@ def head() -> str | None:
     return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
 
 
+def test_the_models_name_the_newest_migration() -> None:
+    assert head() == SCHEMA_REVISION
+
+
 def assert_upgrade_builds_the_models(url: str) -> None:
+    assert schema_revision(url) is None
     upgrade(url)
     assert current_revision(url) == head()
+    assert schema_revision(url) == head()  # what the commands read without Alembic
     tables = set(inspect(get_engine(url)).get_table_names())
     assert tables == set(Base.metadata.tables) | {"alembic_version"}
     assert check_models_match(url) == []

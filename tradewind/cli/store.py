@@ -12,14 +12,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from alembic.script import ScriptDirectory
 from sqlalchemy import make_url, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from state.db import session_scope
-from state.migrate import alembic_config, current_revision, upgrade
-from state.models import DagModel, DagRun, TaskInstance, XCom
+from state.db import schema_revision, session_scope
+from state.models import SCHEMA_REVISION, DagModel, DagRun, TaskInstance, XCom
 from state.progress import ItemsProgress, items_progress
 from state.run_listing import NotFound
 from state.run_listing import get_run as run_named
@@ -51,30 +49,30 @@ def check_conf(session: Session, dag_id: str, conf: Mapping[str, Any]) -> None:
         fail(f"DAG {dag_id!r}: {error}", EXIT_BAD_INPUT)
 
 
-def head_revision() -> str | None:
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
-
-
 def open_store(settings: Settings) -> str:
     """The store's URL once it is at the newest schema; a one-line error otherwise."""
     url = settings.sql_url
     try:
-        at = current_revision(url)
-        if at == head_revision():
+        at = schema_revision(url)
+        if at == SCHEMA_REVISION:
             return url
         if make_url(url).get_backend_name() == "sqlite":
+            from state.migrate import upgrade  # Alembic: only when there is work for it
+
             upgrade(url)
             return url
     except SQLAlchemyError as error:
         fail(f"cannot open the SQL store at {display_url(url)}: {first_line(str(error))}")
     fail(
         f"the SQL store at {display_url(url)} is at schema {at or 'none'}, not the newest "
-        f"({head_revision()}): run `tradewind db migrate`"
+        f"({SCHEMA_REVISION}): run `tradewind db migrate`"
     )
 
 
 def migrate_store(settings: Settings) -> tuple[str | None, str | None]:
     """Upgrade the store to the newest schema; returns the revisions before and after."""
+    from state.migrate import current_revision, upgrade
+
     url = settings.sql_url
     try:
         before = current_revision(url)
