@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import ExitStack
 
 from broker_config import TaskInstanceMessage
 from state.end import end_try
@@ -19,6 +20,7 @@ from worker.dags import find_task
 from worker.fork_server import ForkServerError, start_python_task
 from worker.logs import TryLog, log_path
 from worker.process import exec_runtime_task
+from worker.start_beats import START_BEATS
 from worker.supervisor import SupervisorSettings, supervise_process
 from worker.try_context import TryContext
 from worker.xcom.serving import details_at_start
@@ -72,36 +74,43 @@ def task_details(claim: Claim) -> p.TaskDetails:
 
 
 def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | None:
-    try:
-        dag, task = find_task(claim.fileloc, claim.ti.dag_id, claim.ti.task_id)
-    except TaskNotFound as error:
-        try_log.line("supervisor", str(error))
-        return final_for_failure(claim, str(error), True)
-    try:
-        ctx = TryContext.open(claim, task_details(claim), task, settings, try_log)
-    except SettingsError as error:
-        try_log.line("supervisor", str(error))
-        return final_for_failure(claim, str(error), True)
-    try:
-        if task.options.command is None:
-            try:
-                details = details_at_start(ctx)
-                reuse = 1 if needs_fresh_process(task) else settings.task_process_reuse
-                process = start_python_task(claim.fileloc, dag, task, details, reuse)
-            except ForkServerError as error:
-                try_log.line("supervisor", f"could not start the task: {error}")
-                return final_for_failure(claim, f"could not start the task: {error}", True)
-        else:
-            try:
-                process = exec_runtime_task(task.options.command)
-            except OSError as error:  # the command is missing or not executable
-                try_log.line("supervisor", f"could not start {task.options.command}: {error}")
-                return final_for_failure(claim, f"could not start the task: {error}", True)
-        sup = SupervisorSettings(settings.heartbeat_seconds, settings.kill_grace_seconds)
-        return supervise_process(process, ctx, claim, sup)
-    finally:
-        if ctx.xcoms.helper is not None:
-            ctx.xcoms.helper.close()
+    with ExitStack() as starting:
+        # Until the supervisor's loop beats for it, a try whose start takes long (a heavy DAG
+        # file, a cold fork server on a busy machine) is beaten for by worker/start_beats.py.
+        starting.enter_context(
+            START_BEATS.starting(settings.sql_url, claim.fence, settings.heartbeat_seconds)
+        )
+        try:
+            dag, task = find_task(claim.fileloc, claim.ti.dag_id, claim.ti.task_id)
+        except TaskNotFound as error:
+            try_log.line("supervisor", str(error))
+            return final_for_failure(claim, str(error), True)
+        try:
+            ctx = TryContext.open(claim, task_details(claim), task, settings, try_log)
+        except SettingsError as error:
+            try_log.line("supervisor", str(error))
+            return final_for_failure(claim, str(error), True)
+        try:
+            if task.options.command is None:
+                try:
+                    details = details_at_start(ctx)
+                    reuse = 1 if needs_fresh_process(task) else settings.task_process_reuse
+                    process = start_python_task(claim.fileloc, dag, task, details, reuse)
+                except ForkServerError as error:
+                    try_log.line("supervisor", f"could not start the task: {error}")
+                    return final_for_failure(claim, f"could not start the task: {error}", True)
+            else:
+                try:
+                    process = exec_runtime_task(task.options.command)
+                except OSError as error:  # the command is missing or not executable
+                    try_log.line("supervisor", f"could not start {task.options.command}: {error}")
+                    return final_for_failure(claim, f"could not start the task: {error}", True)
+            starting.close()
+            sup = SupervisorSettings(settings.heartbeat_seconds, settings.kill_grace_seconds)
+            return supervise_process(process, ctx, claim, sup)
+        finally:
+            if ctx.xcoms.helper is not None:
+                ctx.xcoms.helper.close()
 
 
 def _record(

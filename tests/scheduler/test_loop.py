@@ -29,6 +29,7 @@ from state.transitions import Fence, TryFenced
 from state.values import TIKey, write_xcom
 from tests.state.harness import Home, tradewind_home
 from worker.claim import Claim, Final, claim_try
+from worker.start_beats import StartBeats
 
 TI = TaskInstanceState
 
@@ -202,6 +203,36 @@ def test_a_zombie_is_given_up_and_its_old_fence_can_write_nothing(
     # ...and the old try still cannot write over the live one.
     assert_fenced_out(home, zombie)
     assert home.ti(run_pk, "extract").state == TI.RUNNING
+
+
+def test_a_try_still_starting_is_beaten_for_and_is_no_zombie(
+    home: Home, scheduler: Scheduler, published: Published
+) -> None:
+    home.sync()
+    run_pk = home.trigger("etl")
+    scheduler.run_once()
+    queued = {e.task_id: e for e in published.take()}
+    starting, forgotten = claim(home, queued["extract"]), claim(home, queued["side"])
+    threshold = home.settings.zombie_threshold_seconds
+    for claimed in (starting, forgotten):
+        backdate(home, claimed.fence.ti_id, last_heartbeat=long_ago(threshold))
+    beats = StartBeats()
+
+    with beats.starting(home.url, starting.fence, interval=0.05):
+        deadline = utcnow() + dt.timedelta(seconds=10)
+        while home.ti(run_pk, "extract").last_heartbeat < utcnow() - dt.timedelta(seconds=1):
+            assert utcnow() < deadline, "no heartbeat while the try was starting"
+        stats = scheduler.run_once()
+
+    assert stats.zombies == 1  # the try nobody beat for
+    assert home.ti(run_pk, "extract").state == TI.RUNNING
+    assert home.ti(run_pk, "side").state == TI.FAILED  # no retries left
+    # A try taken away while it starts: its beats stop, quietly; its supervisor learns it.
+    with beats.starting(home.url, forgotten.fence, interval=0.01):
+        deadline = utcnow() + dt.timedelta(seconds=10)
+        while beats._starting:
+            assert utcnow() < deadline, "still beating for a fenced try"
+    assert home.ti(run_pk, "side").state == TI.FAILED
 
 
 def assert_fenced_out(home: Home, old: Claim) -> None:
