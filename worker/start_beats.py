@@ -43,6 +43,10 @@ class StartBeats:
         self._starting: dict[int, _Starting] = {}
         self._keys = itertools.count()
         self._thread: threading.Thread | None = None
+        self._wake: float | None = None  # when the waiting thread wakes (None: not waiting)
+        # With no try starting, the thread still wakes once an interval: a try that begins
+        # then is due after the next wake, so registering it needs no wake-up of the thread.
+        self._tick = 1.0
         self._pid = os.getpid()
 
     @contextmanager
@@ -53,7 +57,9 @@ class StartBeats:
         with self._changed:
             self._make_sure_it_runs()
             self._starting[key] = entry
-            self._changed.notify()
+            self._tick = interval
+            if self._wake is None or entry.due < self._wake:  # else it wakes in time by itself
+                self._changed.notify()
         try:
             yield
         finally:
@@ -72,8 +78,10 @@ class StartBeats:
             with self._changed:
                 due = [(key, e) for key, e in self._starting.items() if e.due <= time.monotonic()]
                 if not due:
-                    wake = min((e.due for e in self._starting.values()), default=None)
-                    self._changed.wait(None if wake is None else wake - time.monotonic())
+                    idle = time.monotonic() + self._tick
+                    self._wake = min((e.due for e in self._starting.values()), default=idle)
+                    self._changed.wait(self._wake - time.monotonic())
+                    self._wake = None
                     continue
             for key, entry in due:  # outside the lock: a start that ends must not wait for SQL
                 entry.due = time.monotonic() + entry.interval
