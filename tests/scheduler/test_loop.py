@@ -169,13 +169,20 @@ def long_ago(seconds: float) -> dt.datetime:
     return utcnow() - dt.timedelta(seconds=seconds + 1)
 
 
-def test_a_zombie_is_given_up_and_its_old_fence_can_write_nothing(
+def etl_queued(
     home: Home, scheduler: Scheduler, published: Published
-) -> None:
+) -> tuple[int, dict[str, Enqueue]]:
+    """A new run of ``etl`` after one loop: its pk, and its first tries by task id."""
     home.sync()
     run_pk = home.trigger("etl")
     scheduler.run_once()
-    queued = {e.task_id: e for e in published.take()}
+    return run_pk, {e.task_id: e for e in published.take()}
+
+
+def test_a_zombie_is_given_up_and_its_old_fence_can_write_nothing(
+    home: Home, scheduler: Scheduler, published: Published
+) -> None:
+    run_pk, queued = etl_queued(home, scheduler, published)
     zombie = claim(home, queued["extract"])
     alive = claim(home, queued["side"])
     threshold = home.settings.zombie_threshold_seconds
@@ -208,10 +215,7 @@ def test_a_zombie_is_given_up_and_its_old_fence_can_write_nothing(
 def test_a_try_still_starting_is_beaten_for_and_is_no_zombie(
     home: Home, scheduler: Scheduler, published: Published
 ) -> None:
-    home.sync()
-    run_pk = home.trigger("etl")
-    scheduler.run_once()
-    queued = {e.task_id: e for e in published.take()}
+    run_pk, queued = etl_queued(home, scheduler, published)
     starting, forgotten = claim(home, queued["extract"]), claim(home, queued["side"])
     threshold = home.settings.zombie_threshold_seconds
     for claimed in (starting, forgotten):
