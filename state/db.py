@@ -124,6 +124,7 @@ def _create(url: str) -> Engine:
         max_overflow=_POOL["overflow"],
         connect_args=_tcp_timeouts(),
     )
+    event.listen(engine, "connect", _server_side_timeouts)
     event.listen(engine.pool, "checkin", _note_idle_since)
     event.listen(engine.pool, "checkout", functools.partial(_ping_if_idle, engine.dialect))
     return engine
@@ -159,6 +160,26 @@ def _tcp_timeouts() -> dict[str, Any]:
         "keepalives_interval": probe,
         "keepalives_count": 2,
     }
+
+
+def _server_side_timeouts(dbapi_connection: Any, _record: Any) -> None:
+    """The server's end of the connection gets the same bounds as ours.
+
+    A connection this process gave up on while the network was cut (``tcp_user_timeout``) is
+    closed here only: the server's backend waits for its next statement, still in its
+    transaction and holding its row locks, until its own keepalives notice, which by default is
+    two hours; meanwhile every try that needs those rows waits for them. Set as session settings
+    (not the ``options`` startup parameter, which PgBouncer refuses); committed, or the pool's
+    reset would roll them back.
+    """
+    seconds = max(_NETWORK["seconds"], 1.0)
+    probe = max(int(seconds / 3), 1)
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute(
+            f"SET tcp_keepalives_idle = {probe}; SET tcp_keepalives_interval = {probe};"
+            f" SET tcp_keepalives_count = 2; SET tcp_user_timeout = {int(seconds * 1000)}"
+        )
+    dbapi_connection.commit()
 
 
 # ``pool_pre_ping`` pings on every checkout: one round trip more for each of a try's three

@@ -36,6 +36,19 @@ def test_an_idle_connection_killed_by_the_server_is_replaced_before_use(
 
 
 @pytest.mark.integration
+def test_the_servers_end_of_a_connection_gives_up_on_a_silent_client_as_ours_does(
+    pg_url: str,
+) -> None:
+    # A connection this side dropped during a network cut must not leave its backend holding
+    # row locks for the two hours of the server's default keepalive (tests/hosts/test_store_flap).
+    with session_scope(pg_url) as session:
+        names = ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count")
+        shown = [session.scalar(text(f"SHOW {name}")) for name in (*names, "tcp_user_timeout")]
+
+    assert shown == ["3", "3", "2", "10000"]  # from the 10 s network bound (state.db)
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize(("idle_seconds", "expected_pings"), [(10.0, 0), (0.0, 5)])
 def test_only_a_connection_idle_past_the_threshold_is_pinged(
     pg_url: str, monkeypatch: pytest.MonkeyPatch, idle_seconds: float, expected_pings: int
