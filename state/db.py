@@ -147,9 +147,14 @@ def set_network_timeout(seconds: float) -> None:
     _NETWORK["seconds"] = seconds
 
 
-def _tcp_timeouts() -> dict[str, Any]:
+def _network_bounds() -> tuple[float, int]:
+    """The network bound in seconds, and the keepalive probe interval derived from it."""
     seconds = max(_NETWORK["seconds"], 1.0)
-    probe = max(int(seconds / 3), 1)
+    return seconds, max(int(seconds / 3), 1)
+
+
+def _tcp_timeouts() -> dict[str, Any]:
+    seconds, probe = _network_bounds()
     return {
         "connect_timeout": max(int(seconds), 2),
         # Unacknowledged data for this long: the connection is gone (Linux, libpq >= 12).
@@ -172,8 +177,7 @@ def _server_side_timeouts(dbapi_connection: Any, _record: Any) -> None:
     (not the ``options`` startup parameter, which PgBouncer refuses); committed, or the pool's
     reset would roll them back.
     """
-    seconds = max(_NETWORK["seconds"], 1.0)
-    probe = max(int(seconds / 3), 1)
+    seconds, probe = _network_bounds()
     with dbapi_connection.cursor() as cursor:
         cursor.execute(
             f"SET tcp_keepalives_idle = {probe}; SET tcp_keepalives_interval = {probe};"

@@ -10,16 +10,18 @@ from broker_config import TaskInstanceMessage
 from state.end import end_try
 from state.enums import TaskInstanceState
 from state.scheduling import Enqueue
+from tradewind.dag import DAG
 from tradewind.exceptions import TaskNotFound
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
+from tradewind.task import Task
 from tradewind.virtualenv import needs_fresh_process
 from worker import protocol as p
 from worker.claim import Claim, Final, claim_through_outage, end_through_outage, final_for_failure
 from worker.dags import find_task
 from worker.fork_server import ForkServerError, start_python_task
 from worker.logs import TryLog, log_path
-from worker.process import exec_runtime_task
+from worker.process import TaskProcess, exec_runtime_task
 from worker.start_beats import START_BEATS
 from worker.supervisor import SupervisorSettings, supervise_process
 from worker.try_context import TryContext
@@ -82,35 +84,40 @@ def run_claimed(claim: Claim, settings: Settings, try_log: TryLog) -> Final | No
         )
         try:
             dag, task = find_task(claim.fileloc, claim.ti.dag_id, claim.ti.task_id)
-        except TaskNotFound as error:
-            try_log.line("supervisor", str(error))
-            return final_for_failure(claim, str(error), True)
-        try:
             ctx = TryContext.open(claim, task_details(claim), task, settings, try_log)
-        except SettingsError as error:
+        except (TaskNotFound, SettingsError) as error:
             try_log.line("supervisor", str(error))
             return final_for_failure(claim, str(error), True)
         try:
-            if task.options.command is None:
-                try:
-                    details = details_at_start(ctx)
-                    reuse = 1 if needs_fresh_process(task) else settings.task_process_reuse
-                    process = start_python_task(claim.fileloc, dag, task, details, reuse)
-                except ForkServerError as error:
-                    try_log.line("supervisor", f"could not start the task: {error}")
-                    return final_for_failure(claim, f"could not start the task: {error}", True)
-            else:
-                try:
-                    process = exec_runtime_task(task.options.command)
-                except OSError as error:  # the command is missing or not executable
-                    try_log.line("supervisor", f"could not start {task.options.command}: {error}")
-                    return final_for_failure(claim, f"could not start the task: {error}", True)
+            process = _start_process(claim, dag, task, ctx, settings)
+            if isinstance(process, Final):
+                return process
             starting.close()
             sup = SupervisorSettings(settings.heartbeat_seconds, settings.kill_grace_seconds)
             return supervise_process(process, ctx, claim, sup)
         finally:
             if ctx.xcoms.helper is not None:
                 ctx.xcoms.helper.close()
+
+
+def _start_process(
+    claim: Claim, dag: DAG, task: Task, ctx: TryContext, settings: Settings
+) -> TaskProcess | Final:
+    """The try's task process (from the fork server, or the runtime task's command), or the
+    try's failure when it cannot start."""
+    if task.options.command is None:
+        try:
+            details = details_at_start(ctx)
+            reuse = 1 if needs_fresh_process(task) else settings.task_process_reuse
+            return start_python_task(claim.fileloc, dag, task, details, reuse)
+        except ForkServerError as error:
+            ctx.log.line("supervisor", f"could not start the task: {error}")
+            return final_for_failure(claim, f"could not start the task: {error}", True)
+    try:
+        return exec_runtime_task(task.options.command)
+    except OSError as error:  # the command is missing or not executable
+        ctx.log.line("supervisor", f"could not start {task.options.command}: {error}")
+        return final_for_failure(claim, f"could not start the task: {error}", True)
 
 
 def _record(
