@@ -63,6 +63,21 @@ def test_a_chain_hop_is_one_statement(home: Home) -> None:
     assert home.ti(run_pk, "a").end_date == b.queued_at  # one statement, one moment
 
 
+def test_a_claim_reads_no_part_of_the_structure_but_once_per_version(home: Home) -> None:
+    _, first = claim_first(home, "alerting")  # the structure is read with the first claim
+    assert (first.task_spec.downstream, first.run["params"]) == (("alert",), {})
+    (queued,) = home.schedule(home.trigger("alerting"))
+    second = message_of(queued)
+
+    with counting_statements(home.url) as counter, statement_scope(home.url) as session:
+        claim = claim_try(session, second)
+
+    assert isinstance(claim, Claim) and claim.task_spec.downstream == ("alert",)
+    # One statement: the compare-and-set, joined with the run and the DAG, reads no JSON.
+    assert len(counter.statements) == 1
+    assert "structure" not in counter.statements[0]
+
+
 def test_a_try_that_lost_its_task_instance_records_and_queues_nothing(home: Home) -> None:
     run_pk, claim = claim_first(home, "chain")
     with session_scope(home.url) as session:  # a zombie sweep got there first
