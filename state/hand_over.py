@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
-    Dialect,
     Integer,
     Row,
     Select,
@@ -44,6 +43,7 @@ from state.transitions import (
     INCREMENT,
     Chosen,
     Fence,
+    driver_sql,
     ti_move,
     transition_tis,
     transition_tis_returning,
@@ -244,7 +244,8 @@ def _end_and_queue(
         raise ValueError(f"the two moves share parameters: {sorted(shared)}")
     params.update(queue_params, run_pk=run_pk, version=version_hash)
     connection = session.connection()
-    sql, constants = _driver_sql(move, queue, connection.dialect, tuple(sorted(params)))
+    statement = _one_statement(move, queue)
+    sql, constants = driver_sql(statement, connection.dialect, tuple(sorted(params)))
     rows = connection.exec_driver_sql(sql, {**constants, **params}).all()
     recorded = bool(rows and rows[0].recorded)
     return recorded, [row for row in rows if row.id is not None]
@@ -253,23 +254,6 @@ def _end_and_queue(
 # The ended try's task instance as a one-id SELECT: the statement then has no list parameter
 # to expand, so it compiles to one SQL text.
 _ENDED = select(bindparam("ended_id", type_=Integer))
-
-
-@functools.lru_cache(maxsize=32)  # per dialect: an entry per end state and kind of taker
-def _driver_sql(
-    move: Any, queue: Any, dialect: Dialect, names: tuple[str, ...]
-) -> tuple[str, dict[str, Any]]:
-    """The statement's SQL text for ``dialect``, and the values it binds itself (constants).
-
-    Compiled once: executed as a SQLAlchemy statement, each hop would build this statement's
-    cache key anew, a walk over its whole tree that cost ~2 ms of CPU in a supervisor (every
-    page it touches after a fork is a copy-on-write fault), the most of any step of the hop.
-    """
-    compiled = _one_statement(move, queue).compile(dialect=dialect)
-    # The state lists (``IN``) are expanded into the text here, once.
-    expanded = compiled.construct_expanded_state(dict.fromkeys(names))
-    constants = {k: v for k, v in expanded.parameters.items() if k not in names}
-    return expanded.statement, constants
 
 
 @functools.cache

@@ -8,9 +8,10 @@ import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
@@ -24,7 +25,13 @@ from state.outage import Retry, StoreUnavailable, ride_out, store_probe
 from state.retries import retry_delay_seconds
 from state.scheduling import dag_version
 from state.structure import TaskSpec, parse_task_spec
-from state.transitions import INCREMENT, Fence, transition_tis_returning
+from state.transitions import (
+    INCREMENT,
+    Chosen,
+    Fence,
+    transition_tis_compiled_once,
+    transition_tis_returning,
+)
 from state.values import TIKey
 
 TI = TaskInstanceState
@@ -157,13 +164,16 @@ def _claim(
     session: Session, message: TaskInstanceMessage, values: dict[str, Any]
 ) -> tuple[Any, Any] | None:
     """The claimed row and its run's, or None when the compare-and-set lost."""
-    args = (session, [message.ti_id], [TI.QUEUED], TI.RUNNING, values, message.try_number)
+    moves = ([TI.QUEUED], TI.RUNNING, values, message.try_number)
     if session.get_bind().dialect.name == "postgresql":
         # One statement: the UPDATE joins the run and the DAG and returns what the try needs.
-        rows = transition_tis_returning(*args, joined=_JOIN_RUN, also=_RUN_COLUMNS)
-        return (rows[0], rows[0]) if rows else None
+        chosen = Chosen(_CLAIMED, {"claimed_id": message.ti_id})
+        rows = transition_tis_compiled_once(
+            session, chosen, *moves, returned=_TI_COLUMNS, joined=_JOIN_RUN, also=_RUN_COLUMNS
+        )
+        return (rows[0], _in_utc(rows[0])) if rows else None
     # SQLite cannot return the columns of the tables an UPDATE joins: a second statement.
-    rows = transition_tis_returning(*args)
+    rows = transition_tis_returning(session, [message.ti_id], *moves)
     if not rows:
         return None
     ti = rows[0]
@@ -173,6 +183,30 @@ def _claim(
         .where(_RUN.c.dag_id == ti.dag_id, _RUN.c.run_id == ti.run_id)
     ).one()
     return ti, run
+
+
+# What a claim reads of its task instance (on PostgreSQL; SQLite returns every column).
+_TI_COLUMNS = tuple(
+    _TI.c[name]
+    for name in (
+        "id", "dag_id", "run_id", "task_id", "map_index", "max_tries", "generation", "deliveries",
+        "try_number",
+    )
+)  # fmt: skip
+# The claimed task instance as a one-id SELECT: the claim then has no list to expand, and is
+# sent as one SQL text compiled once (``transition_tis_compiled_once``).
+_CLAIMED = select(bindparam("claimed_id", type_=Integer))
+_DATES = ("logical_date", "data_interval_start", "data_interval_end", "partition_date")
+
+
+def _in_utc(row: Any) -> SimpleNamespace:
+    """The run's columns of a row as the driver returned it, its datetimes made UTC (as
+    ``state.models.UTCDateTime`` makes them when it reads a column)."""
+    run = SimpleNamespace(**row._asdict())
+    for name in _DATES:
+        if (value := getattr(run, name)) is not None:
+            setattr(run, name, value.astimezone(dt.UTC))
+    return run
 
 
 def _why_not_claimed(

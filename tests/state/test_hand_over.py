@@ -6,13 +6,15 @@ Tries are claimed and ended with the supervisor's own functions (``worker.claim`
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from broker_config import message_of
-from state.db import session_scope, statement_scope
+from state.db import get_engine, session_scope, statement_scope
 from state.enums import TaskInstanceState
 from state.pools import set_pool
 from state.scheduling import dag_version
@@ -63,16 +65,25 @@ def test_a_chain_hop_is_one_statement(home: Home) -> None:
     assert home.ti(run_pk, "a").end_date == b.queued_at  # one statement, one moment
 
 
-def test_a_claim_reads_no_part_of_the_structure_but_once_per_version(home: Home) -> None:
+def test_a_claim_reads_no_part_of_the_structure_but_once_per_version(
+    home: Home, pg_url: str
+) -> None:
+    # The store's connections in another zone than UTC, as the server's default may be.
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {pg_url.rsplit('/', 1)[1]} SET timezone = 'Asia/Kolkata'")
+    get_engine(home.url).dispose()
     _, first = claim_first(home, "alerting")  # the structure is read with the first claim
     assert (first.task_spec.downstream, first.run["params"]) == (("alert",), {})
-    (queued,) = home.schedule(home.trigger("alerting"))
+    (queued,) = home.schedule(home.trigger("alerting", conf={"day": "monday"}))
     second = message_of(queued)
 
     with counting_statements(home.url) as counter, statement_scope(home.url) as session:
         claim = claim_try(session, second)
 
     assert isinstance(claim, Claim) and claim.task_spec.downstream == ("alert",)
+    assert claim.run["conf"] == claim.run["params"] == {"day": "monday"}
+    # Read as the driver returns them (in the connection's zone), the run's datetimes are UTC.
+    assert claim.run["logical_date"].tzinfo == dt.UTC
     # One statement: the compare-and-set, joined with the run and the DAG, reads no JSON.
     assert len(counter.statements) == 1
     assert "structure" not in counter.statements[0]
