@@ -44,6 +44,7 @@ from state.transitions import (
     Chosen,
     Fence,
     driver_sql,
+    on_driver,
     ti_move,
     transition_tis,
     transition_tis_returning,
@@ -243,10 +244,9 @@ def _end_and_queue(
     if shared:  # one would silently take the other's value
         raise ValueError(f"the two moves share parameters: {sorted(shared)}")
     params.update(queue_params, run_pk=run_pk, version=version_hash)
-    connection = session.connection()
     statement = _one_statement(move, queue)
-    sql, constants = driver_sql(statement, connection.dialect, tuple(sorted(params)))
-    rows = connection.exec_driver_sql(sql, {**constants, **params}).all()
+    sql, constants = driver_sql(statement, session.get_bind().dialect, tuple(sorted(params)))
+    rows = on_driver(session, sql, {**constants, **params})
     recorded = bool(rows and rows[0].recorded)
     return recorded, [row for row in rows if row.id is not None]
 

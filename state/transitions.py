@@ -23,6 +23,7 @@ from sqlalchemy import (
     Select,
     Update,
     bindparam,
+    exc,
     update,
 )
 from sqlalchemy.orm import Session
@@ -260,9 +261,46 @@ def transition_tis_compiled_once(
     statement, params = _ti_update(
         ti_ids, from_states, to_state, values, None, try_number, returned or True, joined, also
     )
+    sql, constants = driver_sql(statement, session.get_bind().dialect, tuple(sorted(params)))
+    return on_driver(session, sql, {**constants, **params})
+
+
+def on_driver(session: Session, sql: str, params: Mapping[str, Any]) -> list[Any]:
+    """``sql`` (a ``driver_sql`` text) run by the driver itself on the session's connection; its
+    rows as named tuples, read by no SQLAlchemy type.
+
+    SQLAlchemy's execution and result layers around one statement cost a supervisor more CPU
+    than the driver's own execution of it (0.15-0.25 ms of ~0.35 ms for a claim): they are
+    skipped, but not what they guarantee. The engine's ``before_cursor_execute`` listeners still
+    see the statement (the tests count statements with them), and a driver error is raised as
+    SQLAlchemy raises it (``DBAPIError``), its connection invalidated when it was lost, so that
+    the callers' outage rule (``state.outage``) reads it as any other.
+    """
     connection = session.connection()
-    sql, constants = driver_sql(statement, connection.dialect, tuple(sorted(params)))
-    return connection.exec_driver_sql(sql, {**constants, **params}).all()
+    dialect = connection.dialect
+    driver: Any = connection.connection.driver_connection
+    errors = dialect.loaded_dbapi.Error
+    try:
+        with driver.cursor(row_factory=_named_rows()) as cursor:
+            for listener in connection.dispatch.before_cursor_execute:
+                sql, params = listener(connection, cursor, sql, params, None, False)
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+    except errors as error:
+        lost = dialect.is_disconnect(error, driver, None)
+        if lost:
+            connection.invalidate(error)
+        raise exc.DBAPIError.instance(
+            sql, params, error, errors, connection_invalidated=lost, dialect=dialect
+        ) from error
+
+
+@functools.cache
+def _named_rows() -> Any:
+    # Imported here: psycopg is installed with PostgreSQL support only (``.[postgres]``).
+    from psycopg.rows import namedtuple_row
+
+    return namedtuple_row
 
 
 @functools.lru_cache(maxsize=64)  # per dialect: an entry per statement of every try
