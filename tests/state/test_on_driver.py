@@ -31,7 +31,7 @@ def test_a_lost_connection_is_an_outage_and_is_not_pooled_again(pg_url: str) -> 
     with statement_scope(pg_url) as session:
         pid = on_driver(session, "SELECT pg_backend_pid() AS pid", {})[0].pid
     with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))  # waits for its end
 
     with pytest.raises(exc.OperationalError) as raised, statement_scope(pg_url) as session:
         on_driver(session, "SELECT 1 AS one", {})
