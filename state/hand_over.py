@@ -43,8 +43,7 @@ from state.transitions import (
     INCREMENT,
     Chosen,
     Fence,
-    driver_sql,
-    on_driver,
+    execute_compiled_once,
     ti_move,
     transition_tis,
     transition_tis_returning,
@@ -244,9 +243,7 @@ def _end_and_queue(
     if shared:  # one would silently take the other's value
         raise ValueError(f"the two moves share parameters: {sorted(shared)}")
     params.update(queue_params, run_pk=run_pk, version=version_hash)
-    statement = _one_statement(move, queue)
-    sql, constants = driver_sql(statement, session.get_bind().dialect, tuple(sorted(params)))
-    rows = on_driver(session, sql, {**constants, **params})
+    rows = execute_compiled_once(session, _one_statement(move, queue), params)
     recorded = bool(rows and rows[0].recorded)
     return recorded, [row for row in rows if row.id is not None]
 

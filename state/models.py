@@ -41,6 +41,13 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def as_utc(value: dt.datetime | None) -> dt.datetime | None:
+    """A datetime read from the store, in UTC (a naive one is UTC already: SQLite keeps none)."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
 class UTCDateTime(TypeDecorator[dt.datetime]):
     """A timezone-aware UTC datetime on every dialect (SQLite keeps no zone of its own)."""
 
@@ -57,9 +64,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
     def process_result_value(
         self, value: dt.datetime | None, dialect: Dialect
     ) -> dt.datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+        return as_utc(value)
 
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks

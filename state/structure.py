@@ -194,24 +194,6 @@ def parse_structure(raw: Mapping[str, Any], version_hash: str | None = None) -> 
     return parsed
 
 
-_SPECS: dict[tuple[str, str], TaskSpec] = {}
-
-
-def parse_task_spec(
-    raw: Mapping[str, Any] | None, version_hash: str | None, task_id: str
-) -> TaskSpec:
-    """One task's slice of a structure (what a claim reads), parsed once per version and task."""
-    key = (version_hash or "", task_id)
-    spec = _SPECS.get(key) if version_hash else None
-    if spec is None:
-        spec = TaskSpec.model_validate(raw or {})
-        if version_hash:
-            if len(_SPECS) >= 4 * _MAX_PARSED:
-                _SPECS.clear()
-            _SPECS[key] = spec
-    return spec
-
-
 class _Stored(Protocol):
     """What ``structure_of`` reads of a stored DAG (``state.models.DagModel``)."""
 

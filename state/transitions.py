@@ -262,6 +262,14 @@ def transition_tis_compiled_once(
     statement, params = _ti_update(
         ti_ids, from_states, to_state, values, None, try_number, returned or True, joined, also
     )
+    return execute_compiled_once(session, statement, params)
+
+
+def execute_compiled_once(
+    session: Session, statement: Executable, params: Mapping[str, Any]
+) -> list[Any]:
+    """``statement`` with ``params``, compiled once (``driver_sql``) and run by the driver
+    (``on_driver``): PostgreSQL only."""
     sql, constants = driver_sql(statement, session.get_bind().dialect, tuple(sorted(params)))
     return on_driver(session, sql, {**constants, **params})
 

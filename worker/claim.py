@@ -20,11 +20,11 @@ from state.db import statement_scope
 from state.end import Recorded, TryEnd
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
-from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, utcnow
+from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, as_utc, utcnow
 from state.outage import Retry, StoreUnavailable, ride_out, store_probe
 from state.retries import retry_delay_seconds
 from state.scheduling import dag_version
-from state.structure import TaskSpec, parse_task_spec
+from state.structure import TaskSpec
 from state.transitions import (
     INCREMENT,
     Chosen,
@@ -115,7 +115,7 @@ def claim_try(
         max_tries=ti.max_tries,
         generation=ti.generation,
         fileloc=run.fileloc,
-        task_spec=structure.tasks.get(ti.task_id) or parse_task_spec(None, None, ti.task_id),
+        task_spec=structure.tasks.get(ti.task_id, _NOT_IN_VERSION),
         version_hash=run.run_version,
         run={
             "params": {**structure.params, **(run.conf or {})},
@@ -131,6 +131,8 @@ def claim_try(
 
 
 _HOSTNAME = socket.gethostname()
+# A task the DAG's stored version lacks: its try fails at ``find_task``, with the defaults here.
+_NOT_IN_VERSION = TaskSpec()
 _TI = TI_TABLE
 _RUN = RUN_TABLE
 _DAG = DAG_TABLE
@@ -204,8 +206,7 @@ def _in_utc(row: Any) -> SimpleNamespace:
     ``state.models.UTCDateTime`` makes them when it reads a column)."""
     run = SimpleNamespace(**row._asdict())
     for name in _DATES:
-        if (value := getattr(run, name)) is not None:
-            setattr(run, name, value.astimezone(dt.UTC))
+        setattr(run, name, as_utc(getattr(run, name)))
     return run
 
 
