@@ -108,15 +108,41 @@ def _any_error(_error: BaseException) -> bool:
 
 #: Seconds between the consumer's attempts to reach a broker that went away, at most.
 RECONNECT_MAX_SECONDS = 1.0
+#: How long the task events a worker gathers wait before they go out together (Flower's view
+#: of the fleet lags by this much at most).
+EVENTS_FLUSH_SECONDS = 0.1
 
 
 class Consumer(CeleryConsumer):  # type: ignore[misc]
-    """Celery's consumer, reconnecting to a broker that came back within a second.
+    """Celery's consumer, reconnecting to a broker that came back within a second, and sending
+    its task events in batches.
 
     kombu waits 2 s, then 4, 6... up to 30 s between attempts: after a 60 s Redis outage the
     consumer came back 12 s after Redis did, while the tries it held were done long before and
     their downstream messages waited. Every attempt is one line of Celery's log.
     """
+
+    _events_flush_due = False
+
+    def on_send_event_buffered(self) -> None:
+        """Send the task events gathered for ``EVENTS_FLUSH_SECONDS`` in one message.
+
+        Celery sends what is gathered on the event loop's next turn: 2.5 publishes per try, each
+        a round trip to Redis that the loop waits for (0.9 ms each, 2.3 ms of the loop per try
+        in a 2,000-task fan-out), while the next message to fetch waited behind them.
+        """
+        if self.hub is None or self._events_flush_due:
+            return
+        self._events_flush_due = True
+        # From any thread (a supervisor's sends task-started): the timer is the loop's alone.
+        self.hub.call_soon(self._flush_events_later)
+
+    def _flush_events_later(self) -> None:
+        self.hub.call_later(EVENTS_FLUSH_SECONDS, self._flush_gathered_events)
+
+    def _flush_gathered_events(self) -> None:
+        self._events_flush_due = False  # first: an event sent during the flush gets the next
+        self._flush_events()
 
     def ensure_connected(self, conn: Any) -> Any:
         conn.ensure_connection = functools.partial(

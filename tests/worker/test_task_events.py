@@ -1,0 +1,56 @@
+"""The worker's task events (for Flower) go out in batches, not one publish per event."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from kombu.asynchronous import Hub
+
+from worker.celery_app import EVENTS_FLUSH_SECONDS, Consumer
+
+
+@pytest.fixture
+def consumer() -> Iterator[Consumer]:
+    # The consumer's batching needs only its event loop: Celery's whole consumer is not built.
+    made = Consumer.__new__(Consumer)
+    made.hub = Hub()
+    made.flushed = 0
+
+    def flush() -> None:
+        made.flushed += 1
+
+    made._flush_events = flush
+    yield made
+    made.hub.close()
+
+
+def _turn(hub: Hub) -> int:
+    """Run what was handed to the loop (as its next turn would); how many callbacks ran."""
+    ready = hub._pop_ready()
+    for callback in ready:
+        callback()
+    return len(ready)
+
+
+def test_the_events_of_a_moment_go_out_in_one_flush(consumer: Consumer) -> None:
+    for _ in range(5):  # task-received, -started, -succeeded... of several tries
+        consumer.on_send_event_buffered()
+    assert _turn(consumer.hub) == 1  # one wake-up of the loop, for all five
+    assert len(consumer.hub.timer.queue) == 1  # one flush, due EVENTS_FLUSH_SECONDS later
+    consumer.hub.fire_timers()
+    assert consumer.flushed == 0  # not yet due
+    consumer.on_send_event_buffered()  # an event before the flush: it waits for that one
+    assert _turn(consumer.hub) == 0
+    time.sleep(EVENTS_FLUSH_SECONDS)
+    consumer.hub.fire_timers()
+    assert consumer.flushed == 1
+    consumer.on_send_event_buffered()  # after a flush, the next event schedules the next
+    assert _turn(consumer.hub) == 1
+    assert len(consumer.hub.timer.queue) == 1
+
+
+def test_the_flush_waits_a_short_moment() -> None:
+    # Flower's view lags by this much at most; a longer wait holds more events per publish.
+    assert 0.01 <= EVENTS_FLUSH_SECONDS <= 0.5
