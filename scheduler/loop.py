@@ -36,6 +36,7 @@ from state.liveness import (
 )
 from state.models import TaskInstance, utcnow
 from state.outage import STORE_ERRORS, OutageLog, is_store_outage
+from state.run_wake import RunWakeups
 from state.scheduling import Enqueue, try_schedule_run
 from state.values import purge_expired_states
 from tradewind.dag import DAG
@@ -83,12 +84,16 @@ class Scheduler:
     def run_forever(self, stop: threading.Event | None = None) -> None:
         stop = stop or threading.Event()
         log.info("scheduler started: DAGs in %s", self.settings.resolved_dags_folder)
-        while not stop.is_set():
-            started = time.monotonic()
-            self._loop_once()
-            stop.wait(
-                max(0.0, self.settings.scheduler_interval_seconds - (time.monotonic() - started))
-            )
+        wakeups = RunWakeups(self.url)  # a run created meanwhile cuts the wait short
+        wakeups.listen()
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                self._loop_once()
+                interval = self.settings.scheduler_interval_seconds
+                wakeups.wait(max(0.0, interval - (time.monotonic() - started)), stop)
+        finally:
+            wakeups.close()
 
     def _loop_once(self) -> None:
         """One loop; a store outage is logged once, any other failure each time, with its trace."""

@@ -21,6 +21,7 @@ from state.models import (
     XCom,
     utcnow,
 )
+from state.run_wake import notify_run_created
 from state.structure import DagStructure, TaskSpec, structure_of
 from state.transitions import INCREMENT, transition_run, transition_tis
 from state.upserts import insert_missing
@@ -101,6 +102,7 @@ def create_run(
     rows = task_instance_rows(run, structure_of(dag_model).tasks)
     if rows:
         session.execute(insert(TI_TABLE), rows)
+    notify_run_created(session)
     return run
 
 
