@@ -16,6 +16,7 @@ import gc
 import logging
 import os
 import sys
+import time
 import warnings
 from typing import Any
 
@@ -111,6 +112,8 @@ RECONNECT_MAX_SECONDS = 1.0
 #: How long the task events a worker gathers wait before they go out together (Flower's view
 #: of the fleet lags by this much at most).
 EVENTS_FLUSH_SECONDS = 0.1
+#: A flush this late was lost with its timer (the loop restarted): the next event asks again.
+EVENTS_FLUSH_LOST_SECONDS = 2.0
 
 
 class Consumer(CeleryConsumer):  # type: ignore[misc]
@@ -122,7 +125,7 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]
     their downstream messages waited. Every attempt is one line of Celery's log.
     """
 
-    _events_flush_due = False
+    _events_flush_asked: float | None = None  # time.monotonic() of the pending flush's request
 
     def on_send_event_buffered(self) -> None:
         """Send the task events gathered for ``EVENTS_FLUSH_SECONDS`` in one message.
@@ -131,9 +134,10 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]
         a round trip to Redis that the loop waits for (0.9 ms each, 2.3 ms of the loop per try
         in a 2,000-task fan-out), while the next message to fetch waited behind them.
         """
-        if self.hub is None or self._events_flush_due:
+        asked, now = self._events_flush_asked, time.monotonic()
+        if self.hub is None or (asked is not None and now - asked < EVENTS_FLUSH_LOST_SECONDS):
             return
-        self._events_flush_due = True
+        self._events_flush_asked = now
         # From any thread (a supervisor's sends task-started): the timer is the loop's alone.
         self.hub.call_soon(self._flush_events_later)
 
@@ -141,7 +145,7 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]
         self.hub.call_later(EVENTS_FLUSH_SECONDS, self._flush_gathered_events)
 
     def _flush_gathered_events(self) -> None:
-        self._events_flush_due = False  # first: an event sent during the flush gets the next
+        self._events_flush_asked = None  # first: an event sent during the flush gets the next
         self._flush_events()
 
     def ensure_connected(self, conn: Any) -> Any:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from kombu.asynchronous import Hub
 
+from worker import celery_app
 from worker.celery_app import EVENTS_FLUSH_SECONDS, Consumer
 
 
@@ -49,6 +50,22 @@ def test_the_events_of_a_moment_go_out_in_one_flush(consumer: Consumer) -> None:
     consumer.on_send_event_buffered()  # after a flush, the next event schedules the next
     assert _turn(consumer.hub) == 1
     assert len(consumer.hub.timer.queue) == 1
+
+
+def test_a_flush_lost_with_the_loop_s_timer_is_asked_for_again(
+    consumer: Consumer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    consumer.on_send_event_buffered()
+    assert _turn(consumer.hub) == 1
+    consumer.hub.timer.clear()  # the consumer's loop restarted without it
+    consumer.on_send_event_buffered()
+    assert _turn(consumer.hub) == 0  # still taken as on its way...
+    monkeypatch.setattr(celery_app, "EVENTS_FLUSH_LOST_SECONDS", 0.0)
+    consumer.on_send_event_buffered()
+    assert _turn(consumer.hub) == 1  # ...until it is late: asked for again
+    time.sleep(EVENTS_FLUSH_SECONDS)
+    consumer.hub.fire_timers()
+    assert consumer.flushed == 1
 
 
 def test_the_flush_waits_a_short_moment() -> None:
