@@ -76,12 +76,13 @@ def test_a_lost_listening_connection_falls_back_to_the_plain_wait(
     monkeypatch.setattr(run_wake, "RELISTEN_SECONDS", 0.0)
     wakeups.wait(0.01, threading.Event())
     name = url.rsplit("/", 1)[1]
+    listener = "FROM pg_stat_activity WHERE datname = %s AND query LIKE 'LISTEN%%'"
     with psycopg.connect(url.rsplit("/", 1)[0] + "/test", autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = %s AND query LIKE 'LISTEN%%'",
-            (name,),
-        )
+        admin.execute(f"SELECT pg_terminate_backend(pid) {listener}", (name,))
+        for _ in range(300):  # until the backend has exited (its socket closed)
+            if admin.execute(f"SELECT count(*) {listener}", (name,)).fetchone() == (0,):
+                break
+            threading.Event().wait(0.1)
     assert wakeups.wait(0.3, threading.Event()) is False  # no error: the interval is waited
     wakeups.wait(0.01, threading.Event())  # listening again
     with session_scope(url) as session:
