@@ -84,10 +84,15 @@ class RunWakeups:
 
         try:
             connection = engine.raw_connection()
-            driver: Any = connection.driver_connection  # psycopg's own connection
+        except (exc.SQLAlchemyError, psycopg.OperationalError) as error:  # the store is away
+            self._lost(error)
+            return None
+        driver: Any = connection.driver_connection  # psycopg's own connection
+        try:
             driver.autocommit = True
             driver.execute(f"LISTEN {CHANNEL}")
-        except (exc.DBAPIError, psycopg.OperationalError) as error:
+        except psycopg.OperationalError as error:  # a pooled connection the server dropped
+            connection.invalidate()
             self._lost(error)
             return None
         self._listening = connection

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from scheduler import loop
 from scheduler.loop import LoopStats, Scheduler
 from state import run_wake
-from state.db import session_scope
+from state.db import get_engine, session_scope
 from state.models import TaskInstance
 from state.run_wake import RunWakeups
 from tests.scheduler.conftest import create_schema, new_run, store_dag, wide
@@ -75,19 +75,40 @@ def test_a_lost_listening_connection_falls_back_to_the_plain_wait(
 ) -> None:
     monkeypatch.setattr(run_wake, "RELISTEN_SECONDS", 0.0)
     wakeups.wait(0.01, threading.Event())
-    name = url.rsplit("/", 1)[1]
-    listener = "FROM pg_stat_activity WHERE datname = %s AND query LIKE 'LISTEN%%'"
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/test", autocommit=True) as admin:
-        admin.execute(f"SELECT pg_terminate_backend(pid) {listener}", (name,))
-        for _ in range(300):  # until the backend has exited (its socket closed)
-            if admin.execute(f"SELECT count(*) {listener}", (name,)).fetchone() == (0,):
-                break
-            threading.Event().wait(0.1)
+    _terminate_backends(url, "LISTEN")
     assert wakeups.wait(0.3, threading.Event()) is False  # no error: the interval is waited
     wakeups.wait(0.01, threading.Event())  # listening again
     with session_scope(url) as session:
         new_run(session, "fan", "r1")
     assert wakeups.wait(LONG_SECONDS, threading.Event()) is True
+
+
+def test_a_pooled_connection_the_server_dropped_is_not_listened_on(
+    url: str, wakeups: RunWakeups, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_wake, "RELISTEN_SECONDS", 0.0)
+    with get_engine(url).connect():
+        pass  # one connection idle in the pool, taken again without a ping (idle < 10 s)
+    _terminate_backends(url, "")
+    assert wakeups.wait(0.05, threading.Event()) is False  # its LISTEN failed: no error
+    wakeups.wait(0.01, threading.Event())  # a new connection listens
+    with session_scope(url) as session:
+        new_run(session, "fan", "r1")
+    assert wakeups.wait(LONG_SECONDS, threading.Event()) is True
+
+
+def _terminate_backends(url: str, query_prefix: str) -> None:
+    """End the database's backends whose last query starts so, and wait until they are gone."""
+    name = url.rsplit("/", 1)[1]
+    backends = "FROM pg_stat_activity WHERE datname = %s AND query LIKE %s"
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/test", autocommit=True) as admin:
+        admin.execute(f"SELECT pg_terminate_backend(pid) {backends}", (name, f"{query_prefix}%"))
+        for _ in range(300):  # until they have exited (their sockets closed)
+            if admin.execute(
+                f"SELECT count(*) {backends}", (name, f"{query_prefix}%")
+            ).fetchone() == (0,):
+                break
+            threading.Event().wait(0.1)
 
 
 def test_a_stop_ends_the_wait(wakeups: RunWakeups) -> None:
