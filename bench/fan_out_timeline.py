@@ -18,6 +18,7 @@ prints them per try and the gap between a slot's tries.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -38,7 +39,6 @@ def main() -> None:
     root = args.root.resolve()
     sys.path[:0] = [str(root), str(root / "bench")]
     import fleet_throughput as bench
-    import redis
     from sqlalchemy import select
 
     from state.db import session_scope
@@ -46,34 +46,23 @@ def main() -> None:
 
     broker = bench.own_broker()
     workdir = Path(tempfile.mkdtemp(prefix="tw-timeline-"))
-    dags = workdir / "dags"
-    dags.mkdir()
-    (dags / "bench.py").write_text(bench.DAG_FILE)
-    redis.Redis.from_url(broker).flushdb()
-    with bench.bench_database("tw_timeline_") as url:
-        env = bench.fleet_env(
-            url, broker, dags, workdir / "home", BENCH_N=str(args.n), BENCH_CHAIN="2",
-            TRADEWIND_TASK_PROCESS_REUSE=str(args.reuse),
-        )  # fmt: skip
-        if args.trace:
-            args.trace.mkdir(parents=True, exist_ok=True)
-            env["PYTHONPATH"] = f"{HERE / 'phase_trace'}:{env['PYTHONPATH']}"
-            env["TW_PHASE_TRACE"] = str(args.trace.resolve())
-        with bench.running_fleet(url, dags, env, workdir) as (worker, scheduler):
-            fleet = bench.Fleet(
-                worker.pid, scheduler.pid, lambda: bench.backend_pids(url), bench.redis_pid(broker)
-            )
-            for number in range(args.runs):
-                run_id = f"r{number}"
-                result = bench.fan_out(url, args.n, fleet, run_id=run_id)
-                with session_scope(url) as session:
-                    created = session.scalar(select(DagRun.created_at).filter_by(run_id=run_id))
-                    rows = session.execute(
-                        select(TaskInstance.queued_at, TaskInstance.start_date,
-                               TaskInstance.end_date).filter_by(run_id=run_id)
-                    ).all()  # fmt: skip
-                print_run(run_id, result, created.timestamp(), rows)
-                time.sleep(args.pause)
+    tracing = HERE / "phase_trace" if args.trace else None
+    if args.trace:
+        args.trace.mkdir(parents=True, exist_ok=True)
+        os.environ["TW_PHASE_TRACE"] = str(args.trace.resolve())  # the fleet inherits it
+    running = bench.bench_fleet_running(args.n, 2, broker, workdir, args.reuse, worker_path=tracing)
+    with running as (url, fleet, _env):
+        for number in range(args.runs):
+            run_id = f"r{number}"
+            result = bench.fan_out(url, args.n, fleet, run_id=run_id)
+            with session_scope(url) as session:
+                created = session.scalar(select(DagRun.created_at).filter_by(run_id=run_id))
+                rows = session.execute(
+                    select(TaskInstance.queued_at, TaskInstance.start_date,
+                           TaskInstance.end_date).filter_by(run_id=run_id)
+                ).all()  # fmt: skip
+            print_run(run_id, result, created.timestamp(), rows)
+            time.sleep(args.pause)
 
 
 def print_run(run_id: str, result: dict[str, float], created: float, rows: list) -> None:  # type: ignore[type-arg]

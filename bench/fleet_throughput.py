@@ -249,20 +249,18 @@ def running_fleet(
         stop(worker)
 
 
-def bench_fleet(
+@contextmanager
+def bench_fleet_running(
     n: int,
     chain: int,
     broker: str,
     workdir: Path,
     reuse: int = 1,
-    watch: bool = False,
     pool: str = "threads",
-) -> dict[str, float]:
-    """The fan-out of ``n`` (CPU by process over it, the worker tree's peak PSS), with ``watch``
-    the same fan-out watched by ``dags trigger --wait`` and once more unwatched, then the chain.
-
-    ``reuse``: TRADEWIND_TASK_PROCESS_REUSE of the worker; ``pool``: its ``--pool``.
-    """
+    worker_path: Path | None = None,
+) -> Iterator[tuple[str, Fleet, dict[str, str]]]:
+    """A fleet over the benchmark's DAGs on a database of its own: the database's URL, the
+    fleet's processes, their environment. ``worker_path``: put first on the fleet's PYTHONPATH."""
     dags = workdir / "dags"
     dags.mkdir()
     (dags / "bench.py").write_text(DAG_FILE)
@@ -277,18 +275,41 @@ def bench_fleet(
             BENCH_CHAIN=str(chain),
             TRADEWIND_TASK_PROCESS_REUSE=str(reuse),
         )
+        if worker_path is not None:
+            env["PYTHONPATH"] = f"{worker_path}:{env['PYTHONPATH']}"
         with running_fleet(url, dags, env, workdir, pool) as (worker, scheduler):
             if os.environ.get("BENCH_PROFILE"):
                 profile_workers(workdir, worker.pid)
-            fleet = Fleet(worker.pid, scheduler.pid, lambda: backend_pids(url), redis_pid(broker))
-            pss = PeakPss(fleet)
-            try:
-                result = fan_out(url, n, fleet)
-                if watch:
-                    result.update(watched_fan_out(url, n, env, fleet, workdir))
-                hops = chain_hops(url, chain)
-            finally:
-                pss.stop()
+            yield (
+                url,
+                Fleet(worker.pid, scheduler.pid, lambda: backend_pids(url), redis_pid(broker)),
+                env,
+            )
+
+
+def bench_fleet(
+    n: int,
+    chain: int,
+    broker: str,
+    workdir: Path,
+    reuse: int = 1,
+    watch: bool = False,
+    pool: str = "threads",
+) -> dict[str, float]:
+    """The fan-out of ``n`` (CPU by process over it, the worker tree's peak PSS), with ``watch``
+    the same fan-out watched by ``dags trigger --wait`` and once more unwatched, then the chain.
+
+    ``reuse``: TRADEWIND_TASK_PROCESS_REUSE of the worker; ``pool``: its ``--pool``.
+    """
+    with bench_fleet_running(n, chain, broker, workdir, reuse, pool) as (url, fleet, env):
+        pss = PeakPss(fleet)
+        try:
+            result = fan_out(url, n, fleet)
+            if watch:
+                result.update(watched_fan_out(url, n, env, fleet, workdir))
+            hops = chain_hops(url, chain)
+        finally:
+            pss.stop()
     at_peak = {f"pss_mb {role}": mb for role, mb in pss.at_peak.items()}
     return {
         **result,

@@ -38,6 +38,13 @@ def notify_run_created(session: Session) -> None:
         session.execute(text(f"NOTIFY {CHANNEL}"))
 
 
+def _connection_lost() -> type[Exception]:
+    """psycopg's error for a connection that failed or went away."""
+    import psycopg  # the PostgreSQL extra's driver: only a PostgreSQL store gets here
+
+    return psycopg.OperationalError
+
+
 class RunWakeups:
     """A scheduler's wait between two passes, cut short when a run is created."""
 
@@ -80,18 +87,16 @@ class RunWakeups:
         engine = get_engine(self.url)
         if engine.dialect.name != "postgresql" or time.monotonic() < self._next_listen:
             return None
-        import psycopg  # the PostgreSQL extra's driver: only a PostgreSQL store gets here
-
         try:
             connection = engine.raw_connection()
-        except (exc.SQLAlchemyError, psycopg.OperationalError) as error:  # the store is away
+        except (exc.SQLAlchemyError, _connection_lost()) as error:  # the store is away
             self._lost(error)
             return None
         driver: Any = connection.driver_connection  # psycopg's own connection
         try:
             driver.autocommit = True
             driver.execute(f"LISTEN {CHANNEL}")
-        except psycopg.OperationalError as error:  # a pooled connection the server dropped
+        except _connection_lost() as error:  # a pooled connection the server dropped
             connection.invalidate()
             self._lost(error)
             return None
@@ -100,14 +105,12 @@ class RunWakeups:
 
     def _heard(self, driver: Any, seconds: float) -> bool | None:
         """Whether a run was created within ``seconds``; None if the connection was lost."""
-        import psycopg  # the PostgreSQL extra's driver: only a PostgreSQL store gets here
-
         try:
             heard = any(True for _ in driver.notifies(timeout=seconds, stop_after=1))
             # Runs created together wake one pass, not one pass each.
             while heard and any(True for _ in driver.notifies(timeout=0, stop_after=1)):
                 pass
-        except psycopg.OperationalError as error:
+        except _connection_lost() as error:
             self._lost(error)
             self.close()
             return None
