@@ -15,24 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import (
-    ColumnElement,
-    Insert,
-    bindparam,
-    delete,
-    func,
-    not_,
-    null,
-    select,
-    update,
-)
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import ColumnElement, delete, not_, update
 from sqlalchemy.orm import Session
 
-from state.enums import TaskInstanceState
-from state.models import STATE_TABLE, TI_TABLE, TaskInstance, TaskStateValue, utcnow
-from state.transitions import Fence, TryFenced, assert_fence
-from state.upserts import insert_for
+from state.dialects import statements_of
+from state.models import TaskInstance, TaskStateValue, utcnow
+from state.transitions import Fence, assert_fence
 from state.values import TIKey, delete_returning_objects, read_states_with_prefix
 
 #: Every checkpoint key starts with this; a user's key may not (``TaskStateStore`` refuses it).
@@ -83,68 +71,8 @@ def write_checkpoint(session: Session, fence: Fence, ti: TIKey, key: str, value:
     (its items run again on the next try, DESIGN.md §5 rule 7), while the items of a round wait
     for their write: a 16,194-item task writes 1,013 of them.
     """
-    now = utcnow()
-    if session.get_bind().dialect.name == "postgresql":
-        # Parameter names that are not column names: an UPDATE takes those as values to SET.
-        row = {**ti.__dict__, "key": key, "value": value}
-        params = {f"row_{name}": v for name, v in row.items()}
-        params.update(now=now, fence_ti=fence.ti_id, fence_try=fence.try_number)
-        params["fence_token_"] = fence.token
-        if session.execute(_FENCED_UPSERT, params).first() is None:  # the fence did not match
-            raise TryFenced(
-                f"try {fence.try_number} of task instance {fence.ti_id} no longer holds it"
-            )
-        return
-    assert_fence(session, fence)
-    row = {**ti.__dict__, "key": key, "value": value, "expires_at": None, "updated_at": now}
-    statement = insert_for(session)(TaskStateValue).values(row)
-    session.execute(
-        statement.on_conflict_do_update(
-            index_elements=_UNIQUE,
-            set_={"value": value, "expires_at": None, "updated_at": now},
-        )
-    )
-
-
-_UNIQUE = ["dag_id", "run_id", "task_id", "map_index", "key"]
-
-
-def _fenced_upsert() -> Insert:
-    """``assert_fence`` and the upsert as one PostgreSQL statement (built once).
-
-    The fence is a data-modifying CTE: it takes the task instance's row lock and bumps its
-    heartbeat, as ``assert_fence`` does, and the row is written only if it matched. Its
-    RETURNING also turns off the wait for the WAL flush for this transaction alone.
-    """
-    ti, state = TI_TABLE, STATE_TABLE
-    fence = (
-        update(ti)
-        .where(
-            ti.c.id == bindparam("fence_ti"),
-            ti.c.try_number == bindparam("fence_try"),
-            ti.c.fence_token == bindparam("fence_token_"),
-            ti.c.state == TaskInstanceState.RUNNING,
-        )
-        .values(last_heartbeat=bindparam("now"))
-        .returning(func.set_config("synchronous_commit", "off", True).label("flush"))
-        .cte("fence")
-    )
-    columns = [*_UNIQUE, "value", "updated_at"]
-    row = select(*(bindparam(f"row_{name}", type_=state.c[name].type) for name in columns[:-1]))
-    row = row.add_columns(bindparam("now", type_=state.c.updated_at.type)).select_from(fence)
-    statement = postgresql.insert(state).from_select(columns, row)
-    upsert = statement.on_conflict_do_update(
-        index_elements=_UNIQUE,
-        set_={
-            "value": statement.excluded.value,
-            "expires_at": null(),
-            "updated_at": statement.excluded.updated_at,
-        },
-    )
-    return upsert.returning(state.c.id)  # a row count does not survive the CTE here: a row does
-
-
-_FENCED_UPSERT = _fenced_upsert()
+    row = {**ti.__dict__, "key": key, "value": value, "updated_at": utcnow()}
+    statements_of(session).write_checkpoint(session, fence, row)
 
 
 def _rows_of(ti: TIKey) -> tuple[ColumnElement[bool], ...]:

@@ -1,28 +1,21 @@
 """Engines and sessions for the SQL store: one pooled engine per URL and process.
 
 A worker on Celery's threads pool runs one supervisor per thread on the process's one engine:
-its pool holds a connection per slot at least (``set_pool_size``).
-
-SQLite runs in WAL mode with a busy timeout (commits are ~4x cheaper than with the default
-journal, and readers do not block the writer); PostgreSQL URLs use psycopg 3.
+its pool holds a connection per slot at least (``set_pool_size``). How an engine is made for
+its database (SQLite's WAL mode, PostgreSQL's timeouts) is its dialect's (``state.dialects``);
+PostgreSQL URLs use psycopg 3.
 """
 
 from __future__ import annotations
 
-import functools
-import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
 
-from sqlalchemy import Dialect, Engine, create_engine, event, exc, inspect, make_url
+from sqlalchemy import Engine, exc, inspect
 from sqlalchemy.orm import Session, sessionmaker
 
-#: A pooled connection idle for longer than this is pinged before it is used again.
-IDLE_SECONDS_BEFORE_PING = 10.0
+from state.dialects import EngineOptions, statements_for
 
 
 def normalize_url(url: str) -> str:
@@ -31,45 +24,6 @@ def normalize_url(url: str) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     return url
-
-
-#: How long a SQLite connection waits for another one's lock (its busy timeout), in seconds.
-SQLITE_BUSY_SECONDS = 30
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    _switch_to_wal(cursor)
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_SECONDS * 1000}")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
-
-
-def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
-    """``PRAGMA journal_mode=WAL``, tried again while another connection holds the file.
-
-    The switch needs the file to itself for a moment, and SQLite refuses it at once ("database
-    is locked"), busy timeout or not, while another connection switches or writes: two processes
-    opening a new store together (``standalone`` and a ``dags trigger``) failed that way.
-    """
-    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
-    pause = 0.005
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.2)
-
-
-def _sqlite_begin(conn: Any) -> None:
-    # Take the write lock at BEGIN so two writers queue on busy_timeout instead of one of them
-    # failing with "database is locked" when it upgrades a read transaction.
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 _ENGINES: dict[str, Engine] = {}
@@ -108,26 +62,8 @@ def set_pool_size(concurrent_users: int) -> None:
 
 
 def _create(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        database = make_url(url).database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(
-            url, connect_args={"timeout": SQLITE_BUSY_SECONDS, "isolation_level": None}
-        )
-        event.listen(engine, "connect", _sqlite_pragmas)
-        event.listen(engine, "begin", _sqlite_begin)
-        return engine
-    engine = create_engine(
-        url,
-        pool_size=_POOL["size"],
-        max_overflow=_POOL["overflow"],
-        connect_args=_tcp_timeouts(),
-    )
-    event.listen(engine, "connect", _server_side_timeouts)
-    event.listen(engine.pool, "checkin", _note_idle_since)
-    event.listen(engine.pool, "checkout", functools.partial(_ping_if_idle, engine.dialect))
-    return engine
+    options = EngineOptions(_POOL["size"], _POOL["overflow"], _NETWORK["seconds"])
+    return statements_for(url).create_engine(url, options)
 
 
 #: How long a connection to PostgreSQL may go unanswered before it counts as lost (seconds).
@@ -145,67 +81,6 @@ def set_network_timeout(seconds: float) -> None:
     bounded is unacknowledged data and a silent peer, not a long query).
     """
     _NETWORK["seconds"] = seconds
-
-
-def _network_bounds() -> tuple[float, int]:
-    """The network bound in seconds, and the keepalive probe interval derived from it."""
-    seconds = max(_NETWORK["seconds"], 1.0)
-    return seconds, max(int(seconds / 3), 1)
-
-
-def _tcp_timeouts() -> dict[str, Any]:
-    seconds, probe = _network_bounds()
-    return {
-        "connect_timeout": max(int(seconds), 2),
-        # Unacknowledged data for this long: the connection is gone (Linux, libpq >= 12).
-        "tcp_user_timeout": int(seconds * 1000),
-        # A peer silent while we wait for its answer: probed after ``probe`` idle seconds.
-        "keepalives": 1,
-        "keepalives_idle": probe,
-        "keepalives_interval": probe,
-        "keepalives_count": 2,
-    }
-
-
-def _server_side_timeouts(dbapi_connection: Any, _record: Any) -> None:
-    """The server's end of the connection gets the same bounds as ours.
-
-    A connection this process gave up on while the network was cut (``tcp_user_timeout``) is
-    closed here only: the server's backend waits for its next statement, still in its
-    transaction and holding its row locks, until its own keepalives notice, which by default is
-    two hours; meanwhile every try that needs those rows waits for them. Set as session settings
-    (not the ``options`` startup parameter, which PgBouncer refuses); committed, or the pool's
-    reset would roll them back.
-    """
-    seconds, probe = _network_bounds()
-    with dbapi_connection.cursor() as cursor:
-        cursor.execute(
-            f"SET tcp_keepalives_idle = {probe}; SET tcp_keepalives_interval = {probe};"
-            f" SET tcp_keepalives_count = 2; SET tcp_user_timeout = {int(seconds * 1000)}"
-        )
-    dbapi_connection.commit()
-
-
-# ``pool_pre_ping`` pings on every checkout: one round trip more for each of a try's three
-# transactions, 7% of a worker's time on a noop try. A connection in steady use is known to
-# be alive; the ones that go stale (a server restart, an idle timeout, a dropped NAT entry) are
-# those left idle, so only those are pinged. A connection that dies while in use fails that
-# statement, and SQLAlchemy then invalidates the rest of the pool.
-def _note_idle_since(_dbapi_connection: Any, record: Any) -> None:
-    record.info["idle_since"] = time.monotonic()
-
-
-def _ping_if_idle(dialect: Dialect, dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-    idle_since = record.info.get("idle_since")
-    if idle_since is None or time.monotonic() - idle_since < IDLE_SECONDS_BEFORE_PING:
-        return
-    try:
-        dialect.do_ping(dbapi_connection)  # what pool_pre_ping runs
-    except Exception as error:
-        # The pool discards this connection and checks out (or opens) another.
-        raise exc.DisconnectionError(
-            f"a pooled connection idle for a while is gone: {error}"
-        ) from error
 
 
 def forget_engines_after_fork() -> None:
@@ -242,12 +117,11 @@ def statement_scope(url: str) -> Iterator[Session]:
     spares the BEGIN and COMMIT round trips a transaction costs (two of a claim's three, two of
     a try's end's three). Elsewhere it is an ordinary transaction, as ``session_scope``.
     """
-    engine = get_engine(url)
-    if engine.dialect.name != "postgresql":
+    if not statements_for(url).autocommit_statements:
         with session_scope(url) as session:
             yield session
         return
-    with engine.connect() as connection:
+    with get_engine(url).connect() as connection:
         autocommit = connection.execution_options(isolation_level="AUTOCOMMIT")
         with Session(bind=autocommit, expire_on_commit=False) as session, session.begin():
             yield session

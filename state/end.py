@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from state.assets import EventSource, OutletEvent, record_events
-from state.db import get_engine, session_scope, statement_scope
+from state.db import session_scope, statement_scope
 from state.end_plan import (
     FirstWaiting,
     FullPass,
@@ -136,9 +136,7 @@ def _carry_out(url: str, end: TryEnd, plan: Plan) -> Recorded:
 def _taker(url: str, end: TryEnd, plan: Successor | FirstWaiting) -> SlotTaker:
     if isinstance(plan, Successor):
         return lone_successor(end.dag_id, end.run_id, plan.task_id)
-    # PostgreSQL compiles its statement once, and takes the list of tasks as one array.
-    postgresql = get_engine(url).dialect.name == "postgresql"
-    return first_waiting(end.dag_id, end.run_id, end.pool, plan.among, postgresql)
+    return first_waiting(end.dag_id, end.run_id, end.pool, plan.among)
 
 
 def _hand_over(url: str, end: TryEnd, taker: SlotTaker) -> Recorded:

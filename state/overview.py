@@ -14,10 +14,10 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import JSON, ColumnElement, String, any_, case, func, literal, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import ColumnElement, case, func, select, text
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from state.dialects import statements_of
 from state.enums import DagRunState, TaskInstanceState
 from state.models import DagRun, TaskInstance
 
@@ -194,8 +194,8 @@ def grid_cells(
     cells = GridCounts()
     if not run_ids or (keyed is not None and not keyed):
         return cells
-    postgresql = session.get_bind().dialect.name == "postgresql"
-    among = _among_array if postgresql else _among_list
+    dialect = statements_of(session)
+    among = dialect.any_of
     key: ColumnElement[str] | InstrumentedAttribute[str] = TaskInstance.task_id
     conditions = [TaskInstance.dag_id == dag_id, among(TaskInstance.run_id, run_ids)]
     if keyed is not None:
@@ -217,15 +217,10 @@ def grid_cells(
         .group_by(text("1, 2, 3"))
         .subquery()
     )
-    # Then the rows of each (run, state, count) as one list (an array; JSON on SQLite): a run
-    # of 50 rows in one state is one row of the answer, not 50 (each row of an answer cost the
-    # driver, the result and this loop more than the database's second grouping; PostgreSQL's
-    # json_agg cost it more than its array_agg).
-    listed = (
-        func.array_agg(counted.c.row_id)
-        if postgresql
-        else func.json_group_array(counted.c.row_id, type_=JSON)
-    )
+    # Then the rows of each (run, state, count) as one list: a run of 50 rows in one state is
+    # one row of the answer, not 50 (each row of an answer cost the driver, the result and this
+    # loop more than the database's second grouping).
+    listed = dialect.aggregate_list(counted.c.row_id)
     query = select(counted.c.run_id, counted.c.state, counted.c.n, listed).group_by(
         counted.c.run_id, counted.c.state, counted.c.n
     )
@@ -236,13 +231,3 @@ def grid_cells(
     for run_id, groups in by_run.items():
         cells.add_run(run_id, groups)
     return cells
-
-
-def _among_array(column: InstrumentedAttribute[str], values: Sequence[str]) -> ColumnElement[bool]:
-    # One array parameter: an IN list is a parameter a value, and the driver's dialect writes
-    # each with its cast on every request (2 ms of a grid's 75 ids, more than the query's plan).
-    return column == any_(literal(list(values), ARRAY(String)))
-
-
-def _among_list(column: InstrumentedAttribute[str], values: Sequence[str]) -> ColumnElement[bool]:
-    return column.in_(list(values))

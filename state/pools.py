@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, overload
 
-from sqlalchemy import ColumnElement, bindparam, func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from state.enums import ACTIVE, DagRunState
+from state.limits import has_room
 from state.models import (
     DAG_TABLE,
     POOL_TABLE,
@@ -35,26 +35,6 @@ from state.upserts import insert_for, insert_missing
 
 DEFAULT_POOL = "default_pool"
 DEFAULT_POOL_SLOTS = 128
-
-
-@overload
-def has_room(active: int, limit: int, ending: int = 0) -> bool: ...
-
-
-@overload
-def has_room(
-    active: ColumnElement[Any], limit: ColumnElement[Any], ending: int = 0
-) -> ColumnElement[bool]: ...
-
-
-def has_room(active: Any, limit: Any, ending: int = 0) -> Any:
-    """The one rule of every limit: one more may start while those active, less the ``ending``
-    ones whose slots are being handed over, are fewer than the limit.
-
-    The same expression on numbers (a pass's ``Room``) and on SQL columns (the statement that
-    hands an ended try's slot over, ``state.hand_over``), so the two can never disagree.
-    """
-    return active - ending < limit
 
 
 @dataclass

@@ -18,10 +18,11 @@ import threading
 import time
 from typing import Any
 
-from sqlalchemy import exc, text
+from sqlalchemy import exc
 from sqlalchemy.orm import Session
 
 from state.db import get_engine
+from state.dialects import statements_for, statements_of
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,7 @@ RELISTEN_SECONDS = 5.0
 
 def notify_run_created(session: Session) -> None:
     """Wake the listening schedulers once ``session``'s transaction commits (PostgreSQL)."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text(f"NOTIFY {CHANNEL}"))
+    statements_of(session).notify_run_created(session, CHANNEL)
 
 
 def _connection_lost() -> type[Exception]:
@@ -84,11 +84,10 @@ class RunWakeups:
         (the server keeps what was notified until the connection reads it)."""
         if self._listening is not None:
             return self._listening.driver_connection
-        engine = get_engine(self.url)
-        if engine.dialect.name != "postgresql" or time.monotonic() < self._next_listen:
+        if not statements_for(self.url).wakes_schedulers or time.monotonic() < self._next_listen:
             return None
         try:
-            connection = engine.raw_connection()
+            connection = get_engine(self.url).raw_connection()
         except (exc.SQLAlchemyError, _connection_lost()) as error:  # the store is away
             self._lost(error)
             return None

@@ -17,20 +17,15 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from state.backfills import BACKFILL, holds_back
+from state.dialects import statements_of
 from state.enums import FINISHED, WAITING_FOR_TIME, DagRunState, TaskInstanceState
-from state.hand_over import queued_values
 from state.mapping import expand_mapped
-from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, DagModel, DagRun, TaskInstance, utcnow
+from state.models import TI_TABLE, DagModel, DagRun, TaskInstance, utcnow
 from state.pools import may_start_run, room_to_queue
 from state.readiness import TIRow, evaluate, run_outcome
 from state.runs import mark_run_started, verify_integrity
 from state.structure import DagStructure, parse_structure
-from state.transitions import (
-    Increment,
-    transition_run,
-    transition_tis,
-    transition_tis_returning,
-)
+from state.transitions import Increment, transition_run, transition_tis
 
 TI = TaskInstanceState
 
@@ -190,7 +185,7 @@ def _queue_scheduled(
 
 def _queue(session: Session, ti_ids: list[int], now: dt.datetime) -> Sequence[Row[Any]]:
     """``scheduled -> queued``: each queue starts a try."""
-    return transition_tis_returning(session, ti_ids, [TI.SCHEDULED], TI.QUEUED, queued_values(now))
+    return statements_of(session).queue(session, ti_ids, now)
 
 
 def settle_run(
@@ -221,14 +216,11 @@ def schedule_run_by_pk(session: Session, run_pk: int) -> list[Enqueue]:
 
 def try_schedule_run(session: Session, run_pk: int) -> list[Enqueue] | None:
     """As ``schedule_run_by_pk``, but None when another process holds the run (no pass ran)."""
-    options = {"populate_existing": True}
-    locked = session.execute(
-        _LOCK_RUN_WITH_DAG, {"run_pk": run_pk}, execution_options=options
-    ).first()
+    locked = statements_of(session).try_lock_run(session, run_pk)
     if locked is None:
         return None
     run, version_hash, is_paused = locked
-    if not _may_pass(run.state, version_hash, is_paused):
+    if version_hash is None or not _may_pass(run.state, version_hash, is_paused):
         return []
     return schedule_run(session, run, dag_version(session, run.dag_id, version_hash))
 
@@ -238,14 +230,6 @@ def _may_pass(run_state: str, dag_version: str | None, is_paused: bool | None) -
     unfinished = run_state in (DagRunState.QUEUED, DagRunState.RUNNING)
     return unfinished and dag_version is not None and not is_paused
 
-
-# The run, locked unless another holds it, with what says whether its DAG's structure changed.
-_LOCK_RUN_WITH_DAG = (
-    select(DagRun, DagModel.version_hash, DagModel.is_paused)
-    .outerjoin(DagModel, DagModel.dag_id == DagRun.dag_id)
-    .where(DagRun.id == bindparam("run_pk"))
-    .with_for_update(of=DagRun, skip_locked=True)
-)
 
 #: The last version read of each DAG in this process.
 _DAGS: dict[str, CachedDag] = {}
@@ -284,7 +268,7 @@ def pass_after_end(session: Session, run_pk: int, successor: str | None = None) 
     ``successor``: the ended task's one successor, decided first from its own rows and its
     upstreams' (``_decide_successor``); anything else is the full pass of ``schedule_run``.
     """
-    locked = session.execute(_LOCK_RUN_HEAD, {"run_pk": run_pk}).first()
+    locked = statements_of(session).lock_run(session, run_pk)
     if locked is None or not _may_pass(locked.state, locked.dag_version, locked.is_paused):
         return []
     dag = dag_version(session, locked.dag_id, locked.dag_version)
@@ -298,30 +282,12 @@ def pass_after_end(session: Session, run_pk: int, successor: str | None = None) 
 
 
 class RunHead(Protocol):
-    """What a supervisor's pass reads of a run first (a row of ``_LOCK_RUN_HEAD``)."""
+    """What a supervisor's pass reads of a run first (a row of its dialect's ``lock_run``)."""
 
     dag_id: str
     run_id: str
     state: str
     version_hash: str
-
-
-_RUN = RUN_TABLE
-_DAG = DAG_TABLE
-# The run's head, locked, with its DAG's: a Core row (loading the mapped run costs the hop ~1 ms).
-_LOCK_RUN_HEAD = (
-    select(
-        _RUN.c.dag_id,
-        _RUN.c.run_id,
-        _RUN.c.state,
-        _RUN.c.version_hash,
-        _DAG.c.version_hash.label("dag_version"),
-        _DAG.c.is_paused,
-    )
-    .select_from(_RUN.outerjoin(_DAG, _DAG.c.dag_id == _RUN.c.dag_id))
-    .where(_RUN.c.id == bindparam("run_pk"))
-    .with_for_update(of=_RUN)
-)
 
 
 _SUCCESSOR_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state).where(

@@ -17,13 +17,10 @@ from sqlalchemy import (
     ClauseElement,
     ColumnElement,
     CursorResult,
-    Dialect,
-    Executable,
     Row,
     Select,
     Update,
     bindparam,
-    exc,
     update,
 )
 from sqlalchemy.orm import Session
@@ -82,7 +79,8 @@ INCREMENT = Increment()
 @dataclass(frozen=True)
 class Chosen:
     """Task instances named by a SELECT of their ids instead of a list, so the move needs no
-    read before it. ``ids`` must be built once (a module constant): statements are cached by it."""
+    read before it. The move's statement is cached by the SELECT's identity: a SELECT built
+    once (a module constant) is built into a statement once."""
 
     ids: Select[Any]
     params: Mapping[str, Any]
@@ -140,7 +138,9 @@ def _expression(name: str, value: Any) -> Any:
     return _TI.c[name] + value.by if isinstance(value, Increment) else value
 
 
-def _is_expression(value: Any) -> bool:
+def is_expression(value: Any) -> bool:
+    """Whether a move's value is written into its statement (an ``Increment``, a SQL
+    expression) rather than bound: such values are part of the statement's shape."""
     return isinstance(value, Increment | ClauseElement)
 
 
@@ -158,12 +158,12 @@ def _ti_update(
     """The statement of a move and its parameters; ``returning``: every column of the moved
     rows, or the columns named."""
     values = values or {}
-    plain = {name: value for name, value in values.items() if not _is_expression(value)}
+    plain = {name: value for name, value in values.items() if not is_expression(value)}
     statement = _prepared_update(
         frozenset(from_states),
         to_state,
         tuple(sorted(plain)),
-        tuple((name, value) for name, value in values.items() if _is_expression(value)),
+        tuple((name, value) for name, value in values.items() if is_expression(value)),
         fence is not None,
         try_number is not None,
         returning,
@@ -186,14 +186,22 @@ def ti_move(
     to_state: TaskInstanceState,
     values: Mapping[str, Any] | None = None,
     fence: Fence | None = None,
+    *,
+    try_number: int | None = None,
+    returning: bool | tuple[ColumnElement[Any], ...] = False,
+    joined: Sequence[ColumnElement[bool]] = (),
+    also: Sequence[ColumnElement[Any]] = (),
 ) -> tuple[Update, dict[str, Any]]:
-    """A move as a statement to compose into a larger one (as a CTE), and its parameters.
+    """A move as a statement to compose into a larger one (as a CTE) or to compile once, and
+    its parameters (the keywords as ``transition_tis_returning``'s; ``joined``: conditions on
+    other tables, whose columns ``also`` returns, PostgreSQL's ``UPDATE … FROM``).
 
     Checked against the transition table like every move; the statement is the one cached for
-    its shape, so a statement built from it can be cached by it. Two moves composed must not
-    share a parameter name (a ``value_<column>`` of both, a fence, or ids given as a list).
+    its shape, so a statement built from it can be cached by it.
     """
-    return _ti_update(ti_ids, from_states, to_state, values, fence)
+    return _ti_update(
+        ti_ids, from_states, to_state, values, fence, try_number, returning, joined, also
+    )
 
 
 def transition_tis(
@@ -224,110 +232,12 @@ def transition_tis_returning(
     to_state: TaskInstanceState,
     values: Mapping[str, Any] | None = None,
     try_number: int | None = None,
-    joined: Sequence[ColumnElement[bool]] = (),
-    also: Sequence[ColumnElement[Any]] = (),
 ) -> Sequence[Row[Any]]:
-    """As ``transition_tis``, returning the moved rows (every column) as they are after it.
-
-    ``joined`` are conditions joining other tables (``UPDATE … FROM``) whose columns ``also``
-    names in the rows returned (PostgreSQL; SQLite cannot return another table's columns).
-    Both must be built once (module constants): the prepared statement is cached by them.
-    """
-    statement, params = _ti_update(
-        ti_ids, from_states, to_state, values, None, try_number, True, joined, also
-    )
+    """As ``transition_tis``, returning the moved rows (every column) as they are after it."""
+    statement, params = _ti_update(ti_ids, from_states, to_state, values, None, try_number, True)
     if not isinstance(ti_ids, Chosen) and not ti_ids:
         return []
     return session.execute(statement, params).all()
-
-
-def transition_tis_compiled_once(
-    session: Session,
-    ti_ids: Chosen,
-    from_states: Collection[TaskInstanceState],
-    to_state: TaskInstanceState,
-    values: Mapping[str, Any],
-    try_number: int | None = None,
-    returned: tuple[ColumnElement[Any], ...] = (),
-    joined: Sequence[ColumnElement[bool]] = (),
-    also: Sequence[ColumnElement[Any]] = (),
-) -> Sequence[Row[Any]]:
-    """``transition_tis_returning`` on PostgreSQL, sent as SQL text compiled once
-    (``driver_sql``) and run by the driver (``on_driver``), for the statements every try runs;
-    it returns the columns ``returned`` of the moved rows (every column, when empty) and
-    ``also``. The rows are as the driver gives them: no SQLAlchemy type reads them (a datetime
-    is in the connection's zone, not made UTC), and values are sent as given. ``ti_ids`` names
-    the rows by a SELECT with no list parameter: one text serves every call.
-    """
-    statement, params = _ti_update(
-        ti_ids, from_states, to_state, values, None, try_number, returned or True, joined, also
-    )
-    return execute_compiled_once(session, statement, params)
-
-
-def execute_compiled_once(
-    session: Session, statement: Executable, params: Mapping[str, Any]
-) -> list[Any]:
-    """``statement`` with ``params``, compiled once (``driver_sql``) and run by the driver
-    (``on_driver``): PostgreSQL only."""
-    sql, constants = driver_sql(statement, session.get_bind().dialect, tuple(sorted(params)))
-    return on_driver(session, sql, {**constants, **params})
-
-
-def on_driver(session: Session, sql: str, params: Mapping[str, Any]) -> list[Any]:
-    """``sql`` (a ``driver_sql`` text) run by psycopg itself on the session's PostgreSQL
-    connection; its rows as named tuples, read by no SQLAlchemy type.
-
-    SQLAlchemy's execution and result layers around one statement cost a supervisor more CPU
-    than the driver's own execution of it (0.15-0.25 ms of ~0.35 ms for a claim): they are
-    skipped, but not what they guarantee. The engine's ``before_cursor_execute`` listeners still
-    see the statement (the tests count statements with them), and a driver error is raised as
-    SQLAlchemy raises it (``DBAPIError``), its connection invalidated when it was lost, so that
-    the callers' outage rule (``state.outage``) reads it as any other.
-    """
-    connection = session.connection()
-    dialect = connection.dialect
-    driver: Any = connection.connection.driver_connection
-    errors = dialect.loaded_dbapi.Error
-    try:
-        with driver.cursor(row_factory=_named_rows()) as cursor:
-            for listener in connection.dispatch.before_cursor_execute:
-                sql, params = listener(connection, cursor, sql, params, None, False)
-            cursor.execute(sql, params)
-            return list(cursor.fetchall())
-    except errors as error:
-        lost = dialect.is_disconnect(error, driver, None)
-        if lost:
-            connection.invalidate(error)
-        raise exc.DBAPIError.instance(
-            sql, params, error, errors, connection_invalidated=lost, dialect=dialect
-        ) from error
-
-
-@functools.cache
-def _named_rows() -> Any:
-    # Imported here: psycopg is installed with PostgreSQL support only (``.[postgres]``).
-    from psycopg.rows import namedtuple_row
-
-    return namedtuple_row
-
-
-@functools.lru_cache(maxsize=64)  # per dialect: an entry per statement of every try
-def driver_sql(
-    statement: Executable, dialect: Dialect, names: tuple[str, ...]
-) -> tuple[str, dict[str, Any]]:
-    """``statement``'s SQL text for ``dialect`` and the values it binds itself (its constants),
-    given the names of the parameters its caller binds.
-
-    Compiled once: executed as a SQLAlchemy statement, each execution builds the statement's
-    cache key anew, a walk over its whole tree that costs a supervisor more CPU than the rest of
-    the statement's execution (~2 ms a hop where every page it touches after a fork is a
-    copy-on-write fault). Its lists (``IN`` of states) are expanded into the text here, once.
-    """
-    compiled = statement.compile(dialect=dialect)  # type: ignore[attr-defined]
-    expanded = compiled.construct_expanded_state(dict.fromkeys(names))
-    constants = {k: v for k, v in expanded.parameters.items() if k not in names}
-    return expanded.statement, constants
 
 
 def transition_run(

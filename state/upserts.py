@@ -11,18 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
+
+from state.dialects import statements_of
 
 
 def insert_for(session: Session) -> Any:
     """The dialect's ``insert`` construct, which has ``on_conflict_do_nothing/do_update``."""
-    name = session.get_bind().dialect.name
-    if name == "postgresql":
-        return postgresql.insert
-    if name == "sqlite":
-        return sqlite.insert
-    raise NotImplementedError(f"no INSERT … ON CONFLICT for the {name} dialect")
+    return statements_of(session).insert
 
 
 def insert_missing(

@@ -8,30 +8,24 @@ import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from broker_config import TaskInstanceMessage
 from state.assets import OutletEvent, events_of_success
 from state.db import statement_scope
+from state.dialects import statements_of
 from state.end import Recorded, TryEnd
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
-from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, as_utc, utcnow
+from state.models import TI_TABLE, TaskInstance, utcnow
 from state.outage import Retry, StoreUnavailable, ride_out, store_probe
 from state.retries import retry_delay_seconds
 from state.scheduling import dag_version
 from state.structure import TaskSpec
-from state.transitions import (
-    INCREMENT,
-    Chosen,
-    Fence,
-    transition_tis_compiled_once,
-    transition_tis_returning,
-)
+from state.transitions import INCREMENT, Fence
 from state.values import TIKey
 
 TI = TaskInstanceState
@@ -134,80 +128,13 @@ _HOSTNAME = socket.gethostname()
 # A task the DAG's stored version lacks: its try fails at ``find_task``, with the defaults here.
 _NOT_IN_VERSION = TaskSpec()
 _TI = TI_TABLE
-_RUN = RUN_TABLE
-_DAG = DAG_TABLE
-_JOIN_RUN = (
-    _RUN.c.dag_id == _TI.c.dag_id,
-    _RUN.c.run_id == _TI.c.run_id,
-    _DAG.c.dag_id == _TI.c.dag_id,
-)
-
-
-# What a claim reads of the run and of the DAG: no part of the DAG's structure, whose JSON
-# (hundreds of KiB for a large DAG) PostgreSQL would read whole to take one task's slice of it,
-# ~2 ms of the server's CPU per claim of a 2,000-task DAG. The task's spec and the DAG's params
-# come from the structure this process parsed once for that version (``dag_version``).
-_RUN_COLUMNS = (
-    _RUN.c.id.label("run_pk"),
-    _RUN.c.version_hash.label("run_version"),
-    _RUN.c.conf,
-    _RUN.c.run_type,
-    _RUN.c.logical_date,
-    _RUN.c.data_interval_start,
-    _RUN.c.data_interval_end,
-    _RUN.c.partition_key,
-    _RUN.c.partition_date,
-    _DAG.c.fileloc,
-    _DAG.c.version_hash.label("dag_version"),
-)
 
 
 def _claim(
     session: Session, message: TaskInstanceMessage, values: dict[str, Any]
 ) -> tuple[Any, Any] | None:
     """The claimed row and its run's, or None when the compare-and-set lost."""
-    moves = ([TI.QUEUED], TI.RUNNING, values, message.try_number)
-    if session.get_bind().dialect.name == "postgresql":
-        # One statement: the UPDATE joins the run and the DAG and returns what the try needs.
-        chosen = Chosen(_CLAIMED, {"claimed_id": message.ti_id})
-        rows = transition_tis_compiled_once(
-            session, chosen, *moves, returned=_TI_COLUMNS, joined=_JOIN_RUN, also=_RUN_COLUMNS
-        )
-        return (rows[0], _in_utc(rows[0])) if rows else None
-    # SQLite cannot return the columns of the tables an UPDATE joins: a second statement.
-    rows = transition_tis_returning(session, [message.ti_id], *moves)
-    if not rows:
-        return None
-    ti = rows[0]
-    run = session.execute(
-        select(*_RUN_COLUMNS)
-        .select_from(_RUN.join(_DAG, _DAG.c.dag_id == _RUN.c.dag_id))
-        .where(_RUN.c.dag_id == ti.dag_id, _RUN.c.run_id == ti.run_id)
-    ).one()
-    return ti, run
-
-
-# What a claim reads of its task instance (on PostgreSQL; SQLite returns every column).
-_TI_COLUMNS = tuple(
-    _TI.c[name]
-    for name in (
-        "id", "dag_id", "run_id", "task_id", "map_index", "max_tries", "generation", "deliveries",
-        "try_number",
-    )
-)  # fmt: skip
-# The claimed task instance as a one-id SELECT: the claim then has no list to expand, and is
-# sent as one SQL text compiled once (``transition_tis_compiled_once``).
-_CLAIMED = select(bindparam("claimed_id", type_=Integer))
-_DATES = ("logical_date", "data_interval_start", "data_interval_end", "partition_date")
-
-
-def _in_utc(row: Any) -> SimpleNamespace:
-    """The run's columns of a row as the driver returned it, its datetimes made UTC (as
-    ``state.models.UTCDateTime`` makes them when it reads a column)."""
-    run = SimpleNamespace(**row._asdict())
-    for name in _DATES:
-        setattr(run, name, as_utc(getattr(run, name)))
-    return run
+    return statements_of(session).claim(session, message.ti_id, message.try_number, values)
 
 
 def _why_not_claimed(

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from sqlalchemy.exc import SQLAlchemyError
 
 from state.db import session_scope
-from state.transitions import Fence, TryFenced, assert_fence
+from state.dialects import statements_of
+from state.transitions import Fence, TryFenced
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class StartBeats:
         """One fenced heartbeat; False once the try is no longer this one's to start."""
         try:
             with session_scope(entry.url) as session:
-                assert_fence(session, entry.fence)
+                statements_of(session).beat(session, entry.fence)
         except TryFenced:
             return False  # the supervisor learns it at its own first beat, and stops the try
         except SQLAlchemyError as error:

@@ -21,9 +21,10 @@ from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
 from state.db import session_scope
+from state.dialects import statements_of
 from state.enums import TaskInstanceState
 from state.outage import BeatSchedule, OutageLog, budget_seconds, is_store_outage, one_line
-from state.transitions import TryFenced, assert_fence
+from state.transitions import TryFenced
 from worker import protocol as p
 from worker.claim import Claim, Final, final_for_failure
 from worker.outbox import Outbox
@@ -250,7 +251,7 @@ class SupervisorLoop:
         self.deadlines.heartbeat = now + self.heartbeat_seconds
         try:
             with session_scope(self.ctx.url) as session:
-                assert_fence(session, self.ctx.fence)
+                statements_of(session).beat(session, self.ctx.fence)
         except TryFenced:
             self.ctx.lost = True
             self._stop("the try no longer holds its task instance (cleared, failed or a zombie)")

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 
 import state.db
+import state.dialects.postgresql
 from state.db import get_engine, session_scope
 from tests.conftest import PG_ADMIN_URL
 
@@ -28,7 +29,7 @@ def test_an_idle_connection_killed_by_the_server_is_replaced_before_use(
     first = backend_pid(pg_url)
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [first])
-    monkeypatch.setattr(state.db, "IDLE_SECONDS_BEFORE_PING", 0.0)
+    monkeypatch.setattr(state.dialects.postgresql, "IDLE_SECONDS_BEFORE_PING", 0.0)
 
     second = backend_pid(pg_url)  # no error: the ping found it dead and the pool opened another
 
@@ -58,7 +59,7 @@ def test_only_a_connection_idle_past_the_threshold_is_pinged(
     pings: list[object] = []
     ping = engine.dialect.do_ping
     monkeypatch.setattr(engine.dialect, "do_ping", lambda conn: pings.append(conn) or ping(conn))
-    monkeypatch.setattr(state.db, "IDLE_SECONDS_BEFORE_PING", idle_seconds)
+    monkeypatch.setattr(state.dialects.postgresql, "IDLE_SECONDS_BEFORE_PING", idle_seconds)
 
     for _ in range(5):
         backend_pid(pg_url)

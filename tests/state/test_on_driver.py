@@ -1,5 +1,6 @@
-"""The statements every try runs, sent by the driver itself (``state.transitions.on_driver``),
-still fail as SQLAlchemy's do: the outage rule reads them the same way."""
+"""The statements every try runs, sent by the driver itself (PostgreSQL's dialect,
+``state.dialects._driver.on_driver``), still fail as SQLAlchemy's do: the outage rule reads
+them the same way."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 from sqlalchemy import exc
 
 from state.db import statement_scope
+from state.dialects._driver import on_driver
 from state.outage import is_store_outage
-from state.transitions import on_driver
 
 PG_DATABASE_PREFIX = "tw_on_driver_"
 
