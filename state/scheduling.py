@@ -1,8 +1,9 @@
 """Scheduling one DAG run: decide, queue and settle it, in a constant number of statements.
 
 Used by the scheduler loop and by a supervisor whose try just ended (so a chain does not wait
-for the next loop). The run row is locked ``FOR UPDATE SKIP LOCKED`` first: whoever holds it
-schedules the run, anyone else moves on, and no try is ever queued twice.
+for the next loop). The run row is locked first (the dialect's ``try_lock_run``: ``FOR UPDATE
+SKIP LOCKED`` on PostgreSQL): whoever holds it schedules the run, anyone else moves on, and no
+try is ever queued twice.
 """
 
 from __future__ import annotations

@@ -193,11 +193,10 @@ def ti_move(
     also: Sequence[ColumnElement[Any]] = (),
 ) -> tuple[Update, dict[str, Any]]:
     """A move as a statement to compose into a larger one (as a CTE) or to compile once, and
-    its parameters (the keywords as ``transition_tis_returning``'s; ``joined``: conditions on
-    other tables, whose columns ``also`` returns, PostgreSQL's ``UPDATE … FROM``).
+    its parameters; checked against the transition table like every move.
 
-    Checked against the transition table like every move; the statement is the one cached for
-    its shape, so a statement built from it can be cached by it.
+    ``returning``: every column of the moved rows, or the columns named; ``joined``: conditions
+    on other tables (PostgreSQL's ``UPDATE … FROM``) whose columns ``also`` returns.
     """
     return _ti_update(
         ti_ids, from_states, to_state, values, fence, try_number, returning, joined, also

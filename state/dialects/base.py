@@ -128,6 +128,8 @@ class HotStatements(Protocol):
 class StoreDialect(HotStatements, Protocol):
     """A dialect the store runs on: its hot statements and the other places SQL differs."""
 
+    #: SQLAlchemy's name of the dialect (``postgresql``, ``sqlite``).
+    name: str
     #: Whether a lone statement runs in autocommit (``state.db.statement_scope``).
     autocommit_statements: bool
     #: Whether schedulers can be woken when a run is created (LISTEN and NOTIFY).
