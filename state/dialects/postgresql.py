@@ -195,10 +195,13 @@ class PostgreSQL(SqlStatements):
         return engine
 
 
-def _shape(values: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+def _shape(values: Mapping[str, Any]) -> tuple[Any, ...]:
     """What of a move's values its SQL text depends on: their names, and the expressions
-    written into it (a bound value's own value is a parameter)."""
-    return tuple((name, value if is_expression(value) else None) for name, value in values.items())
+    written into it (a bound value's own value is a parameter). Built on every claim and end:
+    a list, not a generator, and a name alone for a bound value (~1 µs)."""
+    return tuple(
+        [(name, value) if is_expression(value) else name for name, value in values.items()]
+    )
 
 
 def _end_and_queue(move: Any, queue: Any, shared: set[str]) -> Select[Any]:
