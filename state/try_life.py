@@ -1,4 +1,19 @@
-"""Claiming a try (``queued -> running`` by compare-and-set) and recording how it ended."""
+"""The life of a try in the store: ``claim`` it, ``beat`` for it, ``record`` how it ended.
+
+These three are all a supervisor asks of the store about its try (DESIGN.md §7):
+
+- ``claim``: ``queued -> running`` by compare-and-set on ``(ti_id, try_number, state)``, one
+  statement on PostgreSQL; every delivery is counted, and a message lost to a race comes back as
+  a one-line reason to drop it. The claimed try is a frozen ``HeldTry``.
+- ``beat``: the try's heartbeat, a fenced write: ``TryFenced`` once the try lost its task
+  instance (cleared, failed, given up as a zombie).
+- ``record``: the store judges the try's ``Outcome`` (retry or fail from the tries left and the
+  failure's retryability, the retry's time from the task's spec, a success's asset events) and
+  records it with the plan of its end (``state.end``).
+
+Each waits out an outage of the store (``state.outage``); a claim that never reached it raises
+``ClaimUnavailable``, so that its message goes back rather than being dropped.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +21,29 @@ import datetime as dt
 import os
 import socket
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.orm import Session
 
-from broker_config import TaskInstanceMessage
 from state.assets import OutletEvent, events_of_success
-from state.db import statement_scope
-from state.end import Recorded, TryEnd
+from state.db import session_scope, statement_scope
+from state.end import Recorded, Verdict, end_try
 from state.enums import TaskInstanceState
 from state.liveness import count_redelivery, fail_overdelivered
 from state.models import DAG_TABLE, RUN_TABLE, TI_TABLE, TaskInstance, as_utc, utcnow
 from state.outage import Retry, StoreUnavailable, ride_out, store_probe
+from state.outcomes import Failed, Outcome, Rescheduled, Skipped, Succeeded
 from state.retries import retry_delay_seconds
-from state.scheduling import dag_version
+from state.scheduling import Enqueue, dag_version
 from state.structure import TaskSpec
 from state.transitions import (
     INCREMENT,
     Chosen,
     Fence,
+    assert_fence,
     transition_tis_compiled_once,
     transition_tis_returning,
 )
@@ -37,8 +52,20 @@ from state.values import TIKey
 TI = TaskInstanceState
 
 
+class Delivery(Protocol):
+    """A message naming one try (``broker_config.TaskInstanceMessage``; ``describe`` for logs)."""
+
+    @property
+    def ti_id(self) -> int: ...
+
+    @property
+    def try_number(self) -> int: ...
+
+    def describe(self) -> str: ...
+
+
 @dataclass(frozen=True)
-class Claim:
+class HeldTry:
     """A try this supervisor now holds, with what it needs to run it."""
 
     fence: Fence
@@ -56,35 +83,35 @@ class Claim:
     def pool(self) -> str:
         return self.task_spec.pool
 
-    def end(self, final: Final) -> TryEnd:
-        """The try's end as ``state.end.end_try`` records it."""
-        ti, now = self.ti, utcnow()
-        return TryEnd(
-            fence=self.fence,
-            run_pk=self.run_pk,
-            dag_id=ti.dag_id,
-            run_id=ti.run_id,
-            task_id=ti.task_id,
-            pool=self.pool,
-            version_hash=self.version_hash,
-            state=final.state,
-            values=end_values(self, final, now),
-            at=now,
-            asset_events=_asset_events(self.task_spec, final),
-            map_index=ti.map_index,
-            follow=final.follow,
-        )
+
+# --- claim ------------------------------------------------------------------------------------
 
 
-def _asset_events(spec: TaskSpec, final: Final) -> tuple[OutletEvent, ...]:
-    if final.state != TI.SUCCESS or not spec.outlets:
-        return ()
-    return events_of_success(spec.outlets, final.asset_events)
+class ClaimUnavailable(StoreUnavailable):
+    """The claim could not reach the store in time: its message must go back, not be dropped."""
+
+
+def claim(url: str, message: Delivery, max_deliveries: int | None = None) -> HeldTry | str:
+    """``claim_try`` in a statement of its own, waiting out an outage of the store.
+
+    A claim that never reached the store consumed nothing: past the bound, ``ClaimUnavailable``
+    tells the Celery task to give the message back (worker/celery_app.py).
+    """
+
+    def attempt() -> HeldTry | str:
+        with statement_scope(url) as session:
+            return claim_try(session, message, max_deliveries)
+
+    retry = Retry(f"claiming {message.describe()}", probe=store_probe(url))
+    try:
+        return ride_out(attempt, retry)
+    except StoreUnavailable as error:
+        raise ClaimUnavailable(str(error)) from error
 
 
 def claim_try(
-    session: Session, message: TaskInstanceMessage, max_deliveries: int | None = None
-) -> Claim | str:
+    session: Session, message: Delivery, max_deliveries: int | None = None
+) -> HeldTry | str:
     """Claim ``message``'s try; on a lost race, a one-line reason to drop the message.
 
     Every delivery is counted in SQL, a dropped copy of a running try's message included; past
@@ -108,7 +135,7 @@ def claim_try(
     if max_deliveries is not None and ti.deliveries > max_deliveries:
         return fail_overdelivered(session, ti.id, ti.try_number, ti.deliveries, max_deliveries)
     structure = dag_version(session, ti.dag_id, run.dag_version).structure
-    return Claim(
+    return HeldTry(
         fence=Fence(ti.id, message.try_number, token),
         ti=TIKey(ti.dag_id, ti.run_id, ti.task_id, ti.map_index),
         run_pk=run.run_pk,
@@ -162,9 +189,7 @@ _RUN_COLUMNS = (
 )
 
 
-def _claim(
-    session: Session, message: TaskInstanceMessage, values: dict[str, Any]
-) -> tuple[Any, Any] | None:
+def _claim(session: Session, message: Delivery, values: dict[str, Any]) -> tuple[Any, Any] | None:
     """The claimed row and its run's, or None when the compare-and-set lost."""
     moves = ([TI.QUEUED], TI.RUNNING, values, message.try_number)
     if session.get_bind().dialect.name == "postgresql":
@@ -210,9 +235,7 @@ def _in_utc(row: Any) -> SimpleNamespace:
     return run
 
 
-def _why_not_claimed(
-    session: Session, message: TaskInstanceMessage, max_deliveries: int | None
-) -> str:
+def _why_not_claimed(session: Session, message: Delivery, max_deliveries: int | None) -> str:
     deliveries = count_redelivery(session, message.ti_id, message.try_number)
     if deliveries is not None and max_deliveries is not None and deliveries > max_deliveries:
         return fail_overdelivered(
@@ -224,73 +247,80 @@ def _why_not_claimed(
     return f"stale or duplicate: task instance is {ti.state} at try {ti.try_number}"
 
 
-@dataclass(frozen=True)
-class Final:
-    """How a try ended, as the supervisor will record it."""
+# --- beat -------------------------------------------------------------------------------------
+
+
+def beat(url: str, fence: Fence) -> None:
+    """Write the try's heartbeat, fenced by the try.
+
+    Raises ``TryFenced`` when the try no longer holds its task instance (cleared, failed, or
+    given up as a zombie): its supervisor must stop the task. An outage raises the driver's
+    error, which the supervisor's beat schedule rides out (``state.outage.BeatSchedule``).
+    """
+    with session_scope(url) as session:
+        assert_fence(session, fence)
+
+
+# --- record -----------------------------------------------------------------------------------
+
+
+class Ended(NamedTuple):
+    """How the store recorded a try's end: the state it judged the try ended in, whether the try
+    still held its task instance, and the tries the end queued (committed: to publish)."""
 
     state: TaskInstanceState
-    error: str | None = None
-    # A retry policy's delay for this failure; None: the task's retry_delay (and backoff).
-    retry_delay_seconds: float | None = None
-    # A success's extras and alias resolutions for its outlets, as the task sent them.
-    asset_events: tuple[dict[str, Any], ...] = ()
-    # What a branch or a short circuit chose (recorded with the end: state.end_plan).
-    follow: tuple[str, ...] | None = None
-    # A sensor's try rescheduled: when its next poke is due (the try stays the same).
-    next_poke_at: dt.datetime | None = None
+    recorded: bool
+    enqueued: list[Enqueue]
 
 
-def final_for_failure(
-    claim: Claim, error: str, retryable: bool, retry_delay_seconds: float | None = None
-) -> Final:
-    """``up_for_retry`` when tries are left and the failure allows it, else ``failed``."""
-    if retryable and claim.fence.try_number < claim.max_tries:
-        return Final(TI.UP_FOR_RETRY, error, retry_delay_seconds)
-    return Final(TI.FAILED, error)
+def record(url: str, held: HeldTry, outcome: Outcome) -> Ended:
+    """Judge ``outcome`` and record the end of ``held`` with its plan, waiting out an outage."""
+    verdict = judge(held, outcome, utcnow())
+    recorded = _end_through_outage(url, verdict)
+    return Ended(verdict.state, recorded.recorded, recorded.enqueued)
 
 
-def end_values(claim: Claim, final: Final, now: dt.datetime) -> dict[str, Any]:
-    """What recording the end writes besides the state."""
-    # A supervisor lived to record this end: the delivery count starts over (see claim_try).
-    values: dict[str, Any] = {"end_date": now, "error": final.error, "deliveries": 0}
-    if final.state == TI.UP_FOR_RETRY:
-        delay = final.retry_delay_seconds
-        if delay is None:
-            delay = retry_delay_seconds(claim.task_spec, claim.fence.try_number)
-        values["next_retry_at"] = now + dt.timedelta(seconds=delay)
-    if final.state == TI.UP_FOR_RESCHEDULE:
-        values["next_retry_at"] = final.next_poke_at or now
-    return values
+def judge(held: HeldTry, outcome: Outcome, at: dt.datetime) -> Verdict:
+    """The state ``outcome`` ends ``held`` in, and what the end writes besides it.
 
-
-class ClaimUnavailable(StoreUnavailable):
-    """The claim could not reach the store in time: its message must go back, not be dropped."""
-
-
-def claim_through_outage(
-    url: str, message: TaskInstanceMessage, max_deliveries: int | None = None
-) -> Claim | str:
-    """``claim_try`` in a statement of its own, waiting out an outage of the store.
-
-    A claim that never reached the store consumed nothing: past the bound, ``ClaimUnavailable``
-    tells the Celery task to give the message back (worker/celery_app.py).
+    A failure is retried when the task allows it and tries are left, after its retry policy's
+    delay or else the task's (``state.retries``); a success records its outlets' asset events.
+    Pure, so that every case is tested without a database.
     """
+    # A supervisor lived to record this end: the delivery count starts over (see claim_try).
+    values: dict[str, Any] = {"end_date": at, "error": None, "deliveries": 0}
+    match outcome:
+        case Succeeded():
+            events = _asset_events(held.task_spec, outcome)
+            return Verdict(held, outcome, TI.SUCCESS, values, at, events)
+        case Failed(error=error):
+            values["error"] = error
+            if not outcome.retryable or held.fence.try_number >= held.max_tries:
+                return Verdict(held, outcome, TI.FAILED, values, at)
+            values["next_retry_at"] = at + dt.timedelta(seconds=_retry_delay(held, outcome))
+            return Verdict(held, outcome, TI.UP_FOR_RETRY, values, at)
+        case Skipped(reason=reason):
+            values["error"] = reason
+            return Verdict(held, outcome, TI.SKIPPED, values, at)
+        case Rescheduled(next_poke_at=next_poke_at):
+            values["next_retry_at"] = next_poke_at or at
+            return Verdict(held, outcome, TI.UP_FOR_RESCHEDULE, values, at)
 
-    def claim() -> Claim | str:
-        with statement_scope(url) as session:
-            return claim_try(session, message, max_deliveries)
 
-    retry = Retry(f"claiming {message.describe()}", probe=store_probe(url))
-    try:
-        return ride_out(claim, retry)
-    except StoreUnavailable as error:
-        raise ClaimUnavailable(str(error)) from error
+def _retry_delay(held: HeldTry, failed: Failed) -> float:
+    if failed.retry_delay_seconds is not None:
+        return failed.retry_delay_seconds  # the task's retry policy chose it for this failure
+    return retry_delay_seconds(held.task_spec, held.fence.try_number)
 
 
-def end_through_outage(
-    url: str, claim: Claim, final: Final, end: Callable[[], Recorded]
-) -> Recorded:
-    """``end()`` (recording the try's end, ``state.end.end_try``), waiting out an outage.
+def _asset_events(spec: TaskSpec, succeeded: Succeeded) -> tuple[OutletEvent, ...]:
+    if not spec.outlets:
+        return ()
+    return events_of_success(spec.outlets, succeeded.asset_events)
+
+
+def _end_through_outage(url: str, verdict: Verdict) -> Recorded:
+    """``end_try``, waiting out an outage of the store.
 
     A connection lost after the server committed the end but before it said so looks like a
     failure: the next attempt is then refused (the try is no longer running), though the end
@@ -302,21 +332,19 @@ def end_through_outage(
     def attempt() -> Recorded:
         nonlocal attempts
         attempts += 1
-        recorded = end()
-        if not recorded.recorded and attempts > 1 and _ended_as(url, claim, final):
+        recorded = end_try(url, verdict)
+        if not recorded.recorded and attempts > 1 and _ended_as(url, verdict):
             return Recorded(True, [])
         return recorded
 
-    ti = claim.ti
-    what = f"recording the end of {ti.dag_id}/{ti.run_id}/{ti.task_id} try {claim.fence.try_number}"
-    return ride_out(attempt, Retry(what, probe=store_probe(url)))
+    return ride_out(attempt, Retry(f"recording the end of {verdict}", probe=store_probe(url)))
 
 
-def _ended_as(url: str, claim: Claim, final: Final) -> bool:
+def _ended_as(url: str, verdict: Verdict) -> bool:
     """Whether the task instance holds this try's end already (its fence token, its state)."""
-    fence = claim.fence
+    fence = verdict.fence
     with statement_scope(url) as session:
         row = session.execute(
             select(_TI.c.state, _TI.c.try_number, _TI.c.fence_token).where(_TI.c.id == fence.ti_id)
         ).one_or_none()
-    return row is not None and tuple(row) == (final.state, fence.try_number, fence.token)
+    return row is not None and tuple(row) == (verdict.state, fence.try_number, fence.token)
