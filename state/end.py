@@ -1,12 +1,13 @@
 """Recording a try's end: the one executor of the plans ``state.end_plan`` makes.
 
-A supervisor calls ``end_try`` once per try. It plans from the DAG's structure (parsed once per
-version, ``state.scheduling.cached_dag``), records the end fenced by the try, and acts on the
-plan: the slot handed over with the end (``state.hand_over.end_and_take``: one statement on
-PostgreSQL, a short transaction on SQLite), or the end and a pass over the run in one
-transaction. Whatever fails before the end is written leaves the end to be recorded alone: the
-scheduler's loop guarantees progress, the plan only makes it sooner. A branch's choice is the
-exception: the tasks it skips are part of its end, recorded with it or not at all.
+``state.try_life.record`` calls ``end_try`` once per try, with its ``Verdict`` on how the try
+ended. It plans from the DAG's structure (parsed once per version, ``state.scheduling.cached_dag``),
+records the end fenced by the try, and acts on the plan: the slot handed over with the end
+(``state.hand_over.end_and_take``: one statement on PostgreSQL, a short transaction on SQLite), or
+the end and a pass over the run in one transaction. Whatever fails before the end is written
+leaves the end to be recorded alone: the scheduler's loop guarantees progress, the plan only makes
+it sooner. A branch's choice is the exception: the tasks it skips are part of its end, recorded
+with it or not at all.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import datetime as dt
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -35,34 +36,69 @@ from state.end_plan import (
 from state.enums import TaskInstanceState
 from state.hand_over import SlotTaker, end_and_take, first_waiting, lone_successor
 from state.models import TI_TABLE
+from state.outcomes import Outcome, Succeeded
 from state.scheduling import CachedDag, Enqueue, cached_dag, dag_version, pass_after_end
 from state.transitions import Chosen, Fence, ti_move, transition_tis
+
+if TYPE_CHECKING:
+    from state.try_life import HeldTry
 
 log = logging.getLogger(__name__)
 TI = TaskInstanceState
 
 
-@dataclass(frozen=True)
-class TryEnd:
-    """A try's end as its supervisor records it: the try, its run, and what the end writes."""
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A held try's end as the store judged it (``state.try_life.judge``): the try, what it said,
+    the state it ends in and what the end writes besides it."""
 
-    fence: Fence
-    run_pk: int
-    dag_id: str
-    run_id: str
-    task_id: str
-    pool: str
-    # The version of the DAG the run follows: the plan is made from that structure.
-    version_hash: str | None
+    held: HeldTry
+    outcome: Outcome
     state: TaskInstanceState
     values: Mapping[str, Any]
     # The moment of the end: a try queued in its slot is queued at that moment too.
     at: dt.datetime
     # The assets a success updated (state/assets.py): written with the end, fenced by the try.
     asset_events: tuple[OutletEvent, ...] = ()
-    map_index: int = -1
-    # What a branch or a short circuit chose to follow (None for any other task).
-    follow: tuple[str, ...] | None = None
+
+    # What the executor reads of the try and its run, read where they are kept.
+    @property
+    def fence(self) -> Fence:
+        return self.held.fence
+
+    @property
+    def run_pk(self) -> int:
+        return self.held.run_pk
+
+    @property
+    def dag_id(self) -> str:
+        return self.held.ti.dag_id
+
+    @property
+    def run_id(self) -> str:
+        return self.held.ti.run_id
+
+    @property
+    def task_id(self) -> str:
+        return self.held.ti.task_id
+
+    @property
+    def map_index(self) -> int:
+        return self.held.ti.map_index
+
+    @property
+    def pool(self) -> str:
+        return self.held.task_spec.pool
+
+    @property
+    def version_hash(self) -> str | None:
+        """The version of the DAG the run follows: the plan is made from that structure."""
+        return self.held.version_hash
+
+    @property
+    def follow(self) -> tuple[str, ...] | None:
+        """What a branch or a short circuit chose to follow (None for any other end)."""
+        return self.outcome.follow if isinstance(self.outcome, Succeeded) else None
 
     def __str__(self) -> str:
         return f"{self.dag_id}/{self.run_id}/{self.task_id} try {self.fence.try_number}"
@@ -76,7 +112,7 @@ class Recorded(NamedTuple):
     enqueued: list[Enqueue]
 
 
-def end_try(url: str, end: TryEnd) -> Recorded:
+def end_try(url: str, end: Verdict) -> Recorded:
     """Record ``end`` and act on its plan; the plan's failure leaves the end recorded alone."""
     plan = _plan(url, end)
     try:
@@ -90,7 +126,7 @@ def end_try(url: str, end: TryEnd) -> Recorded:
         return Recorded(recorded, [])
 
 
-def _plan(url: str, end: TryEnd) -> Plan:
+def _plan(url: str, end: Verdict) -> Plan:
     """The plan, from the structure this process read of the run's version; before it has read
     that structure, a full pass (which reads it), unless a branch chose: its skips need it."""
     dag = cached_dag(end.dag_id, end.version_hash) if end.version_hash else None
@@ -115,7 +151,7 @@ def _read_dag(url: str, dag_id: str, version_hash: str) -> CachedDag | None:
     return dag if dag.version_hash == version_hash else None
 
 
-def _carry_out(url: str, end: TryEnd, plan: Plan) -> Recorded:
+def _carry_out(url: str, end: Verdict, plan: Plan) -> Recorded:
     if isinstance(plan, SkipDownstream):
         with session_scope(url) as session:
             if not record_end(session, end):
@@ -133,13 +169,13 @@ def _carry_out(url: str, end: TryEnd, plan: Plan) -> Recorded:
     return done
 
 
-def _taker(url: str, end: TryEnd, plan: Successor | FirstWaiting) -> SlotTaker:
+def _taker(url: str, end: Verdict, plan: Successor | FirstWaiting) -> SlotTaker:
     if isinstance(plan, Successor):
         return lone_successor(end.dag_id, end.run_id, plan.task_id)
     return first_waiting(end.dag_id, end.run_id, end.pool, plan.among)
 
 
-def _hand_over(url: str, end: TryEnd, taker: SlotTaker) -> Recorded:
+def _hand_over(url: str, end: Verdict, taker: SlotTaker) -> Recorded:
     assert end.version_hash is not None  # planned from that version's structure
     with statement_scope(url) as session:
         recorded, rows = end_and_take(
@@ -154,7 +190,7 @@ def _hand_over(url: str, end: TryEnd, taker: SlotTaker) -> Recorded:
     return Recorded(recorded, [Enqueue.of(row) for row in rows])
 
 
-def _pass_on_its_own(url: str, end: TryEnd, plan: FullPass) -> list[Enqueue]:
+def _pass_on_its_own(url: str, end: Verdict, plan: FullPass) -> list[Enqueue]:
     """The pass after an end recorded by its hand-over, in a transaction of its own: the end
     stands whatever happens to it."""
     try:
@@ -165,7 +201,7 @@ def _pass_on_its_own(url: str, end: TryEnd, plan: FullPass) -> list[Enqueue]:
         return []
 
 
-def record_end(session: Session, end: TryEnd) -> bool:
+def record_end(session: Session, end: Verdict) -> bool:
     """Write the end, fenced by its try; False when the try no longer held the task instance."""
     moved = transition_tis(
         session, [end.fence.ti_id], [TI.RUNNING], end.state, end.values, end.fence
@@ -185,7 +221,7 @@ _OF_TASKS = select(_TI.c.id).where(
 )
 
 
-def skip_tasks(session: Session, end: TryEnd, task_ids: tuple[str, ...]) -> None:
+def skip_tasks(session: Session, end: Verdict, task_ids: tuple[str, ...]) -> None:
     """``none -> skipped`` for the task instances of ``task_ids`` in the ended try's run."""
     if not task_ids:
         return

@@ -77,7 +77,7 @@ def count_redelivery(session: Session, ti_id: int, try_number: int) -> int | Non
 
     Celery delivers a late-acknowledged message again when the worker running it died
     (``task_reject_on_worker_lost``); the claim drops the copy, and this counts it. The count
-    goes on across tries until a supervisor records the end of one (worker/claim.py).
+    goes on across tries until a supervisor records the end of one (state/try_life.py).
     """
     statement = (
         update(TaskInstance)

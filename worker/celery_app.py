@@ -38,8 +38,8 @@ from broker_config import (
 from state.db import forget_engines_after_fork, set_network_timeout, set_pool_size
 from state.outage import Retry, StoreUnavailable, outage_budget, ride_out, set_budget
 from state.scheduling import Enqueue
+from state.try_life import ClaimUnavailable
 from tradewind.settings import get_settings
-from worker.claim import ClaimUnavailable
 from worker.execute import execute
 from worker.fork_server import stop_fork_server, use_fork_server
 from worker.threads import SupervisorThreads

@@ -16,11 +16,12 @@ from state.connections import get_connection as read_connection
 from state.connections import get_variable as read_variable
 from state.db import session_scope
 from state.outage import Retry, ride_out, store_probe
+from state.outcomes import Failed, Rescheduled, Skipped, Succeeded
 from tradewind.connections import is_sensitive
 from worker import asset_requests as assets
 from worker import protocol as p
 from worker.state_store import serving as state
-from worker.try_context import Outcome, TryContext, answer
+from worker.try_context import TryContext, answer
 from worker.xcom import serving
 
 
@@ -78,7 +79,7 @@ def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
 
 def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
     follow = tuple(request.follow) if request.follow is not None else None
-    ctx.outcome = Outcome("success", asset_events=tuple(request.asset_events), follow=follow)
+    ctx.outcome = Succeeded(tuple(request.asset_events), follow)
     return p.OKResponse()
 
 
@@ -88,17 +89,17 @@ def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
         return p.ErrorResponse(error="the try no longer holds its task instance")
     # The error is recorded on the task instance too: no secret of the try goes with it.
     error = ctx.log.mask(request.error)
-    ctx.outcome = Outcome("failed", error, request.retryable, request.retry_delay_seconds)
+    ctx.outcome = Failed(error or "failed", request.retryable, request.retry_delay_seconds)
     return p.OKResponse()
 
 
 def skip_task(ctx: TryContext, request: p.SkipTask) -> p._Message:
-    ctx.outcome = Outcome("skipped", request.reason or None)
+    ctx.outcome = Skipped(request.reason or None)
     return p.OKResponse()
 
 
 def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p._Message:
-    ctx.outcome = Outcome("up_for_reschedule", next_poke_at=request.reschedule_date)
+    ctx.outcome = Rescheduled(request.reschedule_date)
     return p.OKResponse()
 
 

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from state.db import session_scope
-from state.dialects import statements_of
 from state.transitions import Fence, TryFenced
+from state.try_life import beat
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +93,7 @@ class StartBeats:
     def _beat(entry: _Starting) -> bool:
         """One fenced heartbeat; False once the try is no longer this one's to start."""
         try:
-            with session_scope(entry.url) as session:
-                statements_of(session).beat(session, entry.fence)
+            beat(entry.url, entry.fence)
         except TryFenced:
             return False  # the supervisor learns it at its own first beat, and stops the try
         except SQLAlchemyError as error:

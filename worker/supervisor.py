@@ -3,7 +3,9 @@
 One selector loop, waiting until the nearest deadline (heartbeat due, timeout, kill grace), all
 measured on ``time.monotonic()``. It answers the task's requests, copies its output to the try's
 log, heartbeats with a fenced write (learning there if the try was taken away), enforces
-``execution_timeout`` on the task's whole process group, and records how the try ended.
+``execution_timeout`` on the task's whole process group, and says how the try ended: one
+``state.outcomes`` value, the task's own or a ``Failed`` of the supervisor's (timeout, crash), which
+the store judges and records (``state.try_life.record``).
 """
 
 from __future__ import annotations
@@ -20,13 +22,11 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from state.db import session_scope
-from state.dialects import statements_of
-from state.enums import TaskInstanceState
 from state.outage import BeatSchedule, OutageLog, budget_seconds, is_store_outage, one_line
+from state.outcomes import Failed, Outcome, Skipped
 from state.transitions import TryFenced
+from state.try_life import HeldTry, beat
 from worker import protocol as p
-from worker.claim import Claim, Final, final_for_failure
 from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, reap_later
 from worker.requests import handle
@@ -34,7 +34,6 @@ from worker.try_context import TryContext
 from worker.warm import keep_or_release
 
 log = logging.getLogger(__name__)
-TI = TaskInstanceState
 _READ_BYTES = 65536
 
 
@@ -250,8 +249,7 @@ class SupervisorLoop:
         """One fenced heartbeat; it sets when the next one is due."""
         self.deadlines.heartbeat = now + self.heartbeat_seconds
         try:
-            with session_scope(self.ctx.url) as session:
-                statements_of(session).beat(session, self.ctx.fence)
+            beat(self.ctx.url, self.ctx.fence)
         except TryFenced:
             self.ctx.lost = True
             self._stop("the try no longer holds its task instance (cleared, failed or a zombie)")
@@ -302,26 +300,23 @@ def _pidfd_of(pid: int) -> int | None:
         return None
 
 
-def decide_final(loop: SupervisorLoop, claim: Claim) -> Final | None:
-    """How the try ended, from what the task said and how its process exited."""
+def outcome_of(loop: SupervisorLoop) -> Outcome | None:
+    """How the try ended, from what the task said and how its process exited; None when the try
+    lost its task instance (nothing is recorded). The store judges it (``state.try_life``)."""
     ctx = loop.ctx
     if ctx.lost:
         return None
     if loop.timed_out:
-        return final_for_failure(claim, loop.deadlines.stopping_reason or "timed out", True)
+        return Failed(loop.deadlines.stopping_reason or "timed out")
     outcome, code = ctx.outcome, loop.process.exit_code
-    # None: the task closed its channels after saying it succeeded, and was not waited for.
-    if outcome is not None and outcome.state == "success" and code in (0, None):
-        return Final(TI.SUCCESS, asset_events=outcome.asset_events, follow=outcome.follow)
-    if outcome is not None and outcome.state == "up_for_reschedule" and code in (0, None):
-        return Final(TI.UP_FOR_RESCHEDULE, next_poke_at=outcome.next_poke_at)
-    if outcome is not None and outcome.state == "skipped":
-        return Final(TI.SKIPPED, outcome.error)
-    if outcome is not None and outcome.state == "failed":
-        error, delay = outcome.error or "failed", outcome.retry_delay_seconds
-        return final_for_failure(claim, error, outcome.retryable, delay)
+    if isinstance(outcome, Failed | Skipped):
+        return outcome  # it stands, whatever the exit code
+    # None: the task closed its channels after saying it succeeded, and was not waited for. A
+    # success (or a reschedule) said by a process that then crashed is not one.
+    if outcome is not None and code in (0, None):
+        return outcome
     reason = loop.deadlines.stopping_reason or _describe_exit(code)
-    return final_for_failure(claim, f"task process ended without an outcome: {reason}", True)
+    return Failed(f"task process ended without an outcome: {reason}")
 
 
 def _describe_exit(code: int | None) -> str:
@@ -331,14 +326,14 @@ def _describe_exit(code: int | None) -> str:
 
 
 def supervise_process(
-    process: TaskProcess, ctx: TryContext, claim: Claim, settings: SupervisorSettings
-) -> Final | None:
+    process: TaskProcess, ctx: TryContext, held: HeldTry, settings: SupervisorSettings
+) -> Outcome | None:
     loop = SupervisorLoop(
         process,
         ctx,
         heartbeat_seconds=settings.heartbeat_seconds,
         kill_grace_seconds=settings.kill_grace_seconds,
-        execution_timeout_seconds=claim.task_spec.execution_timeout_seconds,
+        execution_timeout_seconds=held.task_spec.execution_timeout_seconds,
     )
     try:
         loop.run()
@@ -349,7 +344,7 @@ def supervise_process(
         close_process_handles(process)
         if not keep_or_release(process.warm, ctx.log, loop.ended_cleanly()):
             reap_later(process)
-    return decide_final(loop, claim)
+    return outcome_of(loop)
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,14 @@ the task said it ended.
 
 A ``TryContext`` is built whole, once per try (``TryContext.open`` for a claimed try), before
 its task process starts; nothing fills it in afterwards. What changes while the try runs is only
-what it learns: ``outcome`` (what the task said) and ``lost`` (the try no longer holds its task
-instance). A handler that cannot reply at once replies through ``reply_later``; the supervisor
-loop sends those replies (``take_replies``), so nothing here needs the loop or its socket.
+what it learns: ``outcome`` (what the task said, the value ``state.try_life.record`` takes) and
+``lost`` (the try no longer holds its task instance). A handler that cannot reply at once replies
+through ``reply_later``; the supervisor loop sends those replies (``take_replies``), so nothing
+here needs the loop or its socket.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from state.outage import StoreUnavailable
+from state.outcomes import Outcome
 from state.transitions import Fence, TryFenced
 from state.values import TIKey
 from worker import protocol as p
@@ -27,22 +28,8 @@ from worker.xcom.base import XComBackendError
 from worker.xcom.try_xcoms import TryXComs, prepare_xcoms
 
 if TYPE_CHECKING:
+    from state.try_life import HeldTry
     from tradewind.settings import Settings
-    from worker.claim import Claim
-
-
-@dataclass
-class Outcome:
-    """What the task said about how it ended (None until it says)."""
-
-    state: str
-    error: str | None = None
-    retryable: bool = True
-    retry_delay_seconds: float | None = None  # a retry policy's, for this failure
-    # A success's extras and alias resolutions for its outlets (SucceedTask.asset_events).
-    asset_events: tuple[dict[str, Any], ...] = ()
-    follow: tuple[str, ...] | None = None  # a branch's choice, with its success
-    next_poke_at: dt.datetime | None = None  # a rescheduled sensor's
 
 
 @dataclass
@@ -66,7 +53,7 @@ class TryContext:
 
     @classmethod
     def open(
-        cls, claim: Claim, details: p.TaskDetails, task: Any, settings: Settings, log: TryLog
+        cls, held: HeldTry, details: p.TaskDetails, task: Any, settings: Settings, log: TryLog
     ) -> TryContext:
         """The context of a claimed try; starts the backend helper process if the try needs one.
 
@@ -74,12 +61,12 @@ class TryContext:
         """
         return cls(
             settings.sql_url,
-            claim.fence,
-            claim.ti,
+            held.fence,
+            held.ti,
             details,
             log,
             max_value_bytes=settings.state_store_max_value_bytes,
-            xcoms=prepare_xcoms(claim, task, settings, log),
+            xcoms=prepare_xcoms(held, task, settings, log),
         )
 
     def reply_later(self, request: p._Message, produce: Callable[[], p._Message | None]) -> None:

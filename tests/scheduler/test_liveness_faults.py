@@ -31,9 +31,10 @@ from state.end import record_end
 from state.enums import TaskInstanceState
 from state.liveness import give_up_try
 from state.models import DagRun, TaskInstance, XCom, utcnow
+from state.outcomes import Failed
 from state.scheduling import Enqueue
+from state.try_life import HeldTry, claim_try, judge
 from tests.state.harness import Home, tradewind_home
-from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +122,7 @@ def test_a_zombie_failed_for_good_gets_its_failure_callback(
     home = make_home(retries=retries)
     scheduler, enqueue = first_try(home, published)
     with session_scope(home.url) as session:
-        assert isinstance(claim_try(session, message_of(enqueue)), Claim)
+        assert isinstance(claim_try(session, message_of(enqueue)), HeldTry)
     backdate(home, enqueue.ti_id, last_heartbeat=utcnow() - dt.timedelta(seconds=5))
 
     assert scheduler.run_once().zombies == 1
@@ -166,7 +167,7 @@ def test_deliveries_with_no_try_ending_are_bounded(
     limit = home.settings.max_deliveries
     assert limit == 3
 
-    def deliver(enqueue: Enqueue) -> Claim | str:
+    def deliver(enqueue: Enqueue) -> HeldTry | str:
         with session_scope(home.url) as session:
             return claim_try(session, message_of(enqueue), limit)
 
@@ -175,12 +176,12 @@ def test_deliveries_with_no_try_ending_are_bounded(
         assert scheduler.run_once().zombies == 1  # the zombie rule ends the try...
         scheduler.run_once()  # ...and the next loop queues the retry
 
-    assert isinstance(deliver(enqueue), Claim)  # try 1 starts and kills its worker...
+    assert isinstance(deliver(enqueue), HeldTry)  # try 1 starts and kills its worker...
     assert "stale or duplicate" in str(deliver(enqueue))  # ...whose message comes back
     assert _only_ti(home).deliveries == 2
     worker_dies(enqueue)
     [second] = published
-    assert isinstance(deliver(second), Claim)  # try 2: the third delivery
+    assert isinstance(deliver(second), HeldTry)  # try 2: the third delivery
     refused = deliver(second)  # the fourth, with no try ended: failed
     assert isinstance(refused, str) and "delivered 4 times" in refused
     ti = _only_ti(home)
@@ -196,8 +197,8 @@ def test_a_try_that_ends_starts_the_delivery_count_over(
     for _ in range(5):  # five tries that each fail normally: no bound applies
         with session_scope(home.url) as session:
             claim = claim_try(session, message_of(enqueue), 1)
-            assert isinstance(claim, Claim)
-            assert record_end(session, claim.end(Final(TI.UP_FOR_RETRY, "boom")))
+            assert isinstance(claim, HeldTry)
+            assert record_end(session, judge(claim, Failed("boom"), utcnow()))
         enqueue = _requeue(home)
     assert _only_ti(home).deliveries == 0
 

@@ -24,11 +24,12 @@ from state.db import session_scope
 from state.end import record_end
 from state.enums import DagRunState, TaskInstanceState
 from state.models import DagImportError, DagModel, TaskInstance, utcnow
+from state.outcomes import Succeeded
 from state.scheduling import Enqueue
 from state.transitions import Fence, TryFenced
+from state.try_life import HeldTry, claim_try, judge
 from state.values import TIKey, write_xcom
 from tests.state.harness import Home, tradewind_home
-from worker.claim import Claim, Final, claim_try
 from worker.start_beats import StartBeats
 
 TI = TaskInstanceState
@@ -151,11 +152,11 @@ def test_run_once_leaves_a_paused_dag_alone(
     assert home.run_state(run_pk) == DagRunState.QUEUED
 
 
-def claim(home: Home, enqueue: Enqueue) -> Claim:
+def claim(home: Home, enqueue: Enqueue) -> HeldTry:
     """Play a supervisor that claims the try (and then goes silent)."""
     with session_scope(home.url) as session:
         claimed = claim_try(session, message_of(enqueue))
-    assert isinstance(claimed, Claim)
+    assert isinstance(claimed, HeldTry)
     return claimed
 
 
@@ -239,11 +240,11 @@ def test_a_try_still_starting_is_beaten_for_and_is_no_zombie(
     assert home.ti(run_pk, "side").state == TI.FAILED
 
 
-def assert_fenced_out(home: Home, old: Claim) -> None:
+def assert_fenced_out(home: Home, old: HeldTry) -> None:
     with pytest.raises(TryFenced), session_scope(home.url) as session:
         write_xcom(session, old.fence, old.ti, "return_value", "1")
     with session_scope(home.url) as session:
-        assert record_end(session, old.end(Final(TI.SUCCESS))) is False
+        assert record_end(session, judge(old, Succeeded(), utcnow())) is False
 
 
 def test_a_zombie_on_its_last_try_fails(

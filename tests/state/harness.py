@@ -20,15 +20,16 @@ from sqlalchemy import event, select
 
 from scheduler.dag_sync import SyncResult, sync_dags
 from state.db import get_engine, session_scope
-from state.end import Recorded, end_try
+from state.end import Recorded
 from state.enums import DagRunState, TaskInstanceState
 from state.migrate import upgrade
 from state.models import DagModel, DagRun, TaskInstance, XCom
+from state.outcomes import Outcome
 from state.runs import create_run
 from state.scheduling import Enqueue, schedule_run_by_pk
 from state.transitions import transition_tis
+from state.try_life import HeldTry, record
 from tradewind.settings import Settings, reload_settings
-from worker.claim import Claim, Final
 
 TI = TaskInstanceState
 
@@ -144,9 +145,11 @@ class StatementCounter:
         event.remove(self.engine, "before_cursor_execute", self._count)
 
 
-def end_claimed(url: str, claim: Claim, final: Final) -> Recorded:
-    """End a claimed try as its supervisor does (``state.end.end_try``)."""
-    return end_try(url, claim.end(final))
+def end_claimed(url: str, held: HeldTry, outcome: Outcome) -> Recorded:
+    """End a held try as its supervisor does (``state.try_life.record``): whether the end was
+    recorded, and what it queued."""
+    ended = record(url, held, outcome)
+    return Recorded(ended.recorded, ended.enqueued)
 
 
 @contextmanager

@@ -16,9 +16,10 @@ import state.scheduling
 from broker_config import message_of
 from state.db import get_engine, statement_scope
 from state.enums import DagRunState, TaskInstanceState
+from state.outcomes import Succeeded
 from state.scheduling import Enqueue
+from state.try_life import HeldTry, claim_try
 from tests.state.harness import Home, end_claimed, tradewind_home
-from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 
@@ -84,10 +85,10 @@ def end_branch(home: Home, width: int) -> tuple[int, Writes]:
     assert [e.task_id for e in home.schedule(run_pk)] == ["pick"]
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(Enqueue.of(home.ti(run_pk, "pick"))))
-    assert isinstance(claim, Claim)
+    assert isinstance(claim, HeldTry)
     writes = Writes(home.url)
     try:
-        recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS, follow=("chosen",)))
+        recorded, ready = end_claimed(home.url, claim, Succeeded(follow=("chosen",)))
     finally:
         writes.close()
     assert recorded
@@ -131,9 +132,9 @@ def test_a_branch_whose_pass_fails_still_records_its_skips_with_its_end(
     home.schedule(run_pk)
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(Enqueue.of(home.ti(run_pk, "pick"))))
-    assert isinstance(claim, Claim)
+    assert isinstance(claim, HeldTry)
 
-    recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS, follow=("chosen",)))
+    recorded, ready = end_claimed(home.url, claim, Succeeded(follow=("chosen",)))
 
     assert recorded and ready == []
     states = home.states(run_pk)
@@ -152,10 +153,10 @@ def test_a_process_that_never_read_the_dag_reads_it_before_a_branch_end(
     home.schedule(run_pk)
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(Enqueue.of(home.ti(run_pk, "pick"))))
-    assert isinstance(claim, Claim)
+    assert isinstance(claim, HeldTry)
     monkeypatch.setattr(state.scheduling, "_DAGS", {})  # a fresh worker process
 
-    recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS, follow=("chosen",)))
+    recorded, ready = end_claimed(home.url, claim, Succeeded(follow=("chosen",)))
 
     assert recorded and sorted(e.task_id for e in ready) == ["chosen", "cleanup"]
     assert {home.states(run_pk)[f"t{n}"] for n in range(3)} == {TI.SKIPPED}

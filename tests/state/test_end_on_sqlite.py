@@ -1,6 +1,6 @@
 """A supervisor's end on SQLite: a lone successor takes the ended try's slot.
 
-The end is recorded by ``state.end.end_try``, as a supervisor does. For a successful task with
+The end is recorded by ``state.try_life.record``, as a supervisor does. For a successful task with
 one plain successor in its pool, no pool is counted and only the successor's and its upstreams'
 rows are read (none at all when the ended task is its only upstream); anything else is the full
 pass, with the same outcome as the scheduler's.
@@ -15,10 +15,11 @@ import pytest
 from broker_config import message_of
 from state.db import session_scope, statement_scope
 from state.enums import TaskInstanceState
+from state.outcomes import Succeeded
 from state.pools import set_pool
 from state.scheduling import Enqueue
+from state.try_life import HeldTry, claim_try
 from tests.state.harness import HAND_OVER_DAGS, Home, StatementCounter, end_claimed
-from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 
@@ -45,17 +46,17 @@ def end_and_pass(
     task_id: str,
     statements: StatementCounter | None = None,
 ) -> list[str]:
-    """Claim ``task_id``'s queued try and end it in success, as its supervisor would.
+    """HeldTry ``task_id``'s queued try and end it in success, as its supervisor would.
 
     ``statements`` count those of the end alone.
     """
     ti = home.ti(run_pk, task_id)
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(Enqueue.of(ti)))
-    assert isinstance(claim, Claim)
+    assert isinstance(claim, HeldTry)
     if statements is not None:
         statements.statements.clear()
-    recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(home.url, claim, Succeeded())
     assert recorded
     return [enqueue.task_id for enqueue in ready]
 

@@ -1,7 +1,7 @@
 """A chain's hop on PostgreSQL: the try's end and its lone successor's queuing in one statement.
 
-Tries are claimed and ended with the supervisor's own functions (``worker.claim``,
-``state.end.end_try``) on a real PostgreSQL; statements are counted on the engine.
+Tries are claimed and ended with the store's functions a supervisor calls (``state.try_life``)
+on a real PostgreSQL; statements are counted on the engine.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import pytest
 from broker_config import message_of
 from state.db import get_engine, session_scope, statement_scope
 from state.enums import TaskInstanceState
+from state.outcomes import Succeeded
 from state.pools import set_pool
 from state.scheduling import dag_version
 from state.transitions import transition_tis
+from state.try_life import HeldTry, claim_try
 from tests.state.harness import (
     HAND_OVER_DAGS,
     Home,
@@ -26,7 +28,6 @@ from tests.state.harness import (
     end_claimed,
     tradewind_home,
 )
-from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 PG_DATABASE_PREFIX = "tw_hand_over_"
@@ -42,13 +43,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str) -> Iterat
         yield made
 
 
-def claim_first(home: Home, dag_id: str) -> tuple[int, Claim]:
+def claim_first(home: Home, dag_id: str) -> tuple[int, HeldTry]:
     """Trigger ``dag_id``, claim its first queued try, and have its DAG's structure read."""
     run_pk = home.trigger(dag_id)
     (queued, *_) = home.schedule(run_pk)
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(queued))
-        assert isinstance(claim, Claim) and claim.version_hash is not None
+        assert isinstance(claim, HeldTry) and claim.version_hash is not None
         dag_version(session, dag_id, claim.version_hash)  # as an earlier try's pass would
     return run_pk, claim
 
@@ -56,7 +57,7 @@ def claim_first(home: Home, dag_id: str) -> tuple[int, Claim]:
 def test_a_chain_hop_is_one_statement(home: Home) -> None:
     run_pk, claim = claim_first(home, "chain")
     with counting_statements(home.url) as counter:
-        recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS))
+        recorded, ready = end_claimed(home.url, claim, Succeeded())
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     assert len(counter.statements) == 1
     assert home.states(run_pk) == {"a": TI.SUCCESS, "b": TI.QUEUED, "c": TI.NONE}
@@ -80,7 +81,7 @@ def test_a_claim_reads_no_part_of_the_structure_but_once_per_version(
     with counting_statements(home.url) as counter, statement_scope(home.url) as session:
         claim = claim_try(session, second)
 
-    assert isinstance(claim, Claim) and claim.task_spec.downstream == ("alert",)
+    assert isinstance(claim, HeldTry) and claim.task_spec.downstream == ("alert",)
     assert claim.run["conf"] == claim.run["params"] == {"day": "monday"}
     # Read as the driver returns them (in the connection's zone), the run's datetimes are UTC.
     assert claim.run["logical_date"].tzinfo == dt.UTC
@@ -94,7 +95,7 @@ def test_a_try_that_lost_its_task_instance_records_and_queues_nothing(home: Home
     with session_scope(home.url) as session:  # a zombie sweep got there first
         assert transition_tis(session, [claim.fence.ti_id], [TI.RUNNING], TI.FAILED) == 1
 
-    assert end_claimed(home.url, claim, Final(TI.SUCCESS)) == (False, [])
+    assert end_claimed(home.url, claim, Succeeded()) == (False, [])
 
     assert home.states(run_pk) == {"a": TI.FAILED, "b": TI.NONE, "c": TI.NONE}
 
@@ -103,7 +104,7 @@ def test_a_try_waiting_for_a_slot_sends_the_hop_to_the_full_pass(home: Home) -> 
     run_pk, claim = claim_first(home, "solo_side")
     assert home.states(run_pk)["c"] == TI.SCHEDULED  # waits for the pool's one slot
 
-    recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(home.url, claim, Succeeded())
 
     assert recorded and len(ready) == 1
     states = home.states(run_pk)

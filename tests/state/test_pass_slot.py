@@ -2,8 +2,8 @@
 
 Without it, a run with more task instances than its pool has slots went on at one pool's worth
 per scheduler loop (128 task instances a second with the default pool, however fast the
-workers). Tries are claimed and ended with the supervisor's own functions (``worker.claim``,
-``state.end.end_try``), on SQLite and on a real PostgreSQL, where it is one statement.
+workers). Tries are claimed and ended with the store's functions a supervisor calls
+(``state.try_life``), on SQLite and on a real PostgreSQL, where it is one statement.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from broker_config import message_of
 from state.db import session_scope, statement_scope
 from state.enums import TaskInstanceState
 from state.models import XCom
+from state.outcomes import Failed, Outcome, Succeeded
 from state.pools import set_pool
 from state.scheduling import Enqueue
 from state.transitions import transition_tis
+from state.try_life import HeldTry, claim_try
 from tests.state.harness import Home, counting_statements, end_claimed, tradewind_home
-from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 PG_DATABASE_PREFIX = "tw_pass_slot_"
@@ -32,7 +33,7 @@ PG_DATABASE_PREFIX = "tw_pass_slot_"
 FAN_DAG = """
 from tradewind import DAG, task
 
-@task
+@task(retries=1)
 def leaf():
     pass
 
@@ -56,14 +57,14 @@ def fan(
         yield made
 
 
-def claim_first(home: Home) -> tuple[int, Claim]:
+def claim_first(home: Home) -> tuple[int, HeldTry]:
     """Trigger ``fan`` and claim its try queued in pool "solo" (a, the first by id)."""
     run_pk = home.trigger("fan")
     queued = {enqueue.task_id: enqueue for enqueue in home.schedule(run_pk)}
     assert set(queued) == {"a", "elsewhere"}
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(queued["a"]))
-    assert isinstance(claim, Claim)
+    assert isinstance(claim, HeldTry)
     return run_pk, claim
 
 
@@ -71,7 +72,7 @@ def test_the_first_try_waiting_in_the_pool_takes_the_slot(fan: Home) -> None:
     run_pk, claim = claim_first(fan)
     assert fan.states(run_pk)["b"] == fan.states(run_pk)["c"] == TI.SCHEDULED
     with counting_statements(fan.url) as counter:
-        recorded, ready = end_claimed(fan.url, claim, Final(TI.SUCCESS))
+        recorded, ready = end_claimed(fan.url, claim, Succeeded())
 
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     states = fan.states(run_pk)
@@ -85,7 +86,7 @@ def test_the_first_try_waiting_in_the_pool_takes_the_slot(fan: Home) -> None:
 def test_a_failed_try_hands_its_slot_over_too(fan: Home) -> None:
     run_pk, claim = claim_first(fan)
 
-    recorded, ready = end_claimed(fan.url, claim, Final(TI.UP_FOR_RETRY, "boom"))
+    recorded, ready = end_claimed(fan.url, claim, Failed("boom"))
 
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     a = fan.ti(run_pk, "a")
@@ -98,7 +99,7 @@ def test_a_pool_lowered_below_what_runs_gets_the_slot_back(fan: Home) -> None:
     with session_scope(fan.url) as session:
         set_pool(session, "solo", 0)
 
-    recorded, ready = end_claimed(fan.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(fan.url, claim, Succeeded())
 
     assert recorded and ready == []
     states = fan.states(run_pk)
@@ -110,7 +111,7 @@ def test_a_dag_that_changed_hands_nothing_over(fan: Home) -> None:
     fan.write_dag(FAN_DAG.replace('with DAG("fan")', 'with DAG("fan", max_active_tasks=1)'))
     assert fan.sync().import_errors == {}  # a new version: its limits are the scheduler's to apply
 
-    recorded, ready = end_claimed(fan.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(fan.url, claim, Succeeded())
 
     assert recorded and ready == []
     assert fan.states(run_pk)["b"] == TI.SCHEDULED
@@ -121,7 +122,7 @@ def test_a_try_that_lost_its_task_instance_hands_nothing_over(fan: Home) -> None
     with session_scope(fan.url) as session:  # a zombie sweep got there first
         assert transition_tis(session, [claim.fence.ti_id], [TI.RUNNING], TI.FAILED) == 1
 
-    assert end_claimed(fan.url, claim, Final(TI.SUCCESS)) == (False, [])
+    assert end_claimed(fan.url, claim, Succeeded()) == (False, [])
 
     states = fan.states(run_pk)
     assert (states["a"], states["b"], states["c"]) == (TI.FAILED, TI.SCHEDULED, TI.SCHEDULED)
@@ -134,7 +135,7 @@ def test_a_paused_dag_hands_nothing_over(fan: Home) -> None:
         fan_model.is_paused = True
         session.merge(fan_model)
 
-    recorded, ready = end_claimed(fan.url, claim, Final(TI.SUCCESS))
+    recorded, ready = end_claimed(fan.url, claim, Succeeded())
 
     assert recorded and ready == []
     assert fan.states(run_pk)["b"] == TI.SCHEDULED
@@ -168,19 +169,19 @@ def mapped(fan: Home) -> Home:
     return fan
 
 
-def run_try(home: Home, enqueue: Enqueue, final: Final) -> list[Enqueue]:
-    """Claim ``enqueue``'s try and end it as its supervisor does; what the end queued.
+def run_try(home: Home, enqueue: Enqueue, outcome: Outcome) -> list[Enqueue]:
+    """HeldTry ``enqueue``'s try and end it as its supervisor does; what the end queued.
 
     ``items`` pushes its list first (its return value: what ``double`` is expanded over).
     """
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(enqueue))
-    assert isinstance(claim, Claim)
+    assert isinstance(claim, HeldTry)
     if enqueue.task_id == "items":
         with session_scope(home.url) as session:
             ids = {"dag_id": "mapped", "run_id": enqueue.run_id, "task_id": "items"}
             session.add(XCom(**ids, map_index=-1, key="return_value", value="[1, 2, 3]"))
-    recorded, ready = end_claimed(home.url, claim, final)
+    recorded, ready = end_claimed(home.url, claim, outcome)
     assert recorded
     return ready
 
@@ -190,29 +191,29 @@ def test_a_map_index_hands_its_slot_to_the_next_and_the_last_one_queues_the_redu
 ) -> None:
     run_pk = mapped.trigger("mapped")
     [items] = mapped.schedule(run_pk)
-    [first] = run_try(mapped, items, Final(TI.SUCCESS))  # expands double: one slot, one queued
+    [first] = run_try(mapped, items, Succeeded())  # expands double: one slot, one queued
     assert (first.task_id, first.map_index) == ("double", 0)
     assert mapped.schedule(run_pk) == []  # the scheduler's loop: the others wait for the slot
 
     with counting_statements(mapped.url) as counter:
-        [second] = run_try(mapped, first, Final(TI.SUCCESS))
+        [second] = run_try(mapped, first, Succeeded())
     assert (second.task_id, second.map_index) == ("double", 1)
     if mapped.url.startswith("postgresql"):  # the claim, then the end with the hand-over
         assert len(counter.statements) == 2
     assert mapped.states(run_pk)["total"] == TI.NONE
 
-    [third] = run_try(mapped, second, Final(TI.SUCCESS))
+    [third] = run_try(mapped, second, Succeeded())
     assert (third.task_id, third.map_index) == ("double", 2)
-    [reduce] = run_try(mapped, third, Final(TI.SUCCESS))  # none waits: the pass runs
+    [reduce] = run_try(mapped, third, Succeeded())  # none waits: the pass runs
     assert reduce.task_id == "total"
 
 
 def test_a_failed_map_index_takes_the_full_pass(mapped: Home) -> None:
     run_pk = mapped.trigger("mapped")
     [items] = mapped.schedule(run_pk)
-    [first] = run_try(mapped, items, Final(TI.SUCCESS))
+    [first] = run_try(mapped, items, Succeeded())
 
-    ready = run_try(mapped, first, Final(TI.FAILED, "boom"))
+    ready = run_try(mapped, first, Failed("boom", retryable=False))
 
     assert mapped.states(run_pk)["total"] == TI.UPSTREAM_FAILED  # decided at once, as before
     assert [(enqueue.task_id, enqueue.map_index) for enqueue in ready] == [("double", 1)]
@@ -232,13 +233,13 @@ def test_ends_at_once_never_queue_a_try_twice_nor_pass_the_pool(
         queued = [e for e in home.schedule(run_pk) if e.task_id != "elsewhere"]
         with statement_scope(home.url) as session:
             claims = [claim_try(session, message_of(enqueue)) for enqueue in queued]
-        assert [claim.ti.task_id for claim in claims if isinstance(claim, Claim)] == ["a", "b"]
+        assert [claim.ti.task_id for claim in claims if isinstance(claim, HeldTry)] == ["a", "b"]
         start = threading.Barrier(2)
 
-        def end(claim: Claim | str) -> list[Enqueue]:
-            assert isinstance(claim, Claim)
+        def end(claim: HeldTry | str) -> list[Enqueue]:
+            assert isinstance(claim, HeldTry)
             start.wait()
-            recorded, ready = end_claimed(home.url, claim, Final(TI.SUCCESS))
+            recorded, ready = end_claimed(home.url, claim, Succeeded())
             assert recorded
             return ready
 
@@ -278,13 +279,13 @@ def test_a_task_joined_with_others_hands_its_slot_to_the_next_of_them(fan: Home)
     [p0] = fan.schedule(run_pk)  # one slot: p1 and p2 wait for it
 
     with counting_statements(fan.url) as counter:
-        [p1] = run_try(fan, p0, Final(TI.SUCCESS))
+        [p1] = run_try(fan, p0, Succeeded())
     assert p1.task_id == "p1"
     if fan.url.startswith("postgresql"):  # the claim, then the end with the hand-over
         assert len(counter.statements) == 2
     assert fan.states(run_pk)["join"] == TI.NONE
 
-    [p2] = run_try(fan, p1, Final(TI.SUCCESS))
+    [p2] = run_try(fan, p1, Succeeded())
     assert p2.task_id == "p2"
-    [join] = run_try(fan, p2, Final(TI.SUCCESS))  # none waits: the pass runs
+    [join] = run_try(fan, p2, Succeeded())  # none waits: the pass runs
     assert join.task_id == "join"

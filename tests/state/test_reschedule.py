@@ -17,10 +17,11 @@ from state.db import session_scope, statement_scope
 from state.end_plan import FirstWaiting, plan_reschedule
 from state.enums import TASK_INSTANCE_TRANSITIONS, TaskInstanceState
 from state.models import DagModel, DagRun, utcnow
+from state.outcomes import Rescheduled
 from state.pools import set_pool
 from state.scheduling import CachedDag, Enqueue, schedule_run
+from state.try_life import HeldTry, claim_try
 from tests.state.harness import Home, end_claimed, tradewind_home
-from worker.claim import Claim, Final, claim_try
 
 TI = TaskInstanceState
 
@@ -51,10 +52,10 @@ def sensors(
         yield made
 
 
-def claim(home: Home, enqueue: Enqueue) -> Claim:
+def claim(home: Home, enqueue: Enqueue) -> HeldTry:
     with statement_scope(home.url) as session:
         claimed = claim_try(session, message_of(enqueue))
-    assert isinstance(claimed, Claim), claimed
+    assert isinstance(claimed, HeldTry), claimed
     return claimed
 
 
@@ -79,9 +80,7 @@ def test_a_rescheduled_try_frees_its_slot_and_its_next_poke_is_the_same_try(
     next_poke = utcnow() + dt.timedelta(seconds=60)
     claimed = claim(sensors, first)
 
-    recorded, ready = end_claimed(
-        sensors.url, claimed, Final(TI.UP_FOR_RESCHEDULE, next_poke_at=next_poke)
-    )
+    recorded, ready = end_claimed(sensors.url, claimed, Rescheduled(next_poke))
 
     # The slot went to b at once, in the end's own statement.
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
@@ -90,7 +89,7 @@ def test_a_rescheduled_try_frees_its_slot_and_its_next_poke_is_the_same_try(
     assert schedule_at(sensors, run_pk, next_poke - dt.timedelta(seconds=1)) == []
 
     b = claim(sensors, ready[0])
-    end_claimed(sensors.url, b, Final(TI.UP_FOR_RESCHEDULE, next_poke_at=next_poke))
+    end_claimed(sensors.url, b, Rescheduled(next_poke))
     [again] = schedule_at(sensors, run_pk, next_poke)
 
     assert (again.task_id, again.try_number) == ("a", 1)

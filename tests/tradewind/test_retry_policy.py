@@ -7,12 +7,13 @@ import datetime as dt
 import pytest
 
 from state.enums import TaskInstanceState as TI
+from state.outcomes import Failed
 from state.retries import retry_delay_seconds
 from state.structure import TaskSpec, parse_structure
 from state.transitions import Fence
+from state.try_life import HeldTry, judge
 from state.values import TIKey
 from tradewind import DAG, DagDefinitionError, ExceptionRetryPolicy, RetryAction, RetryRule, task
-from worker.claim import Claim, Final, end_values
 
 
 class ApiError(Exception):
@@ -82,16 +83,17 @@ def test_exponential_backoff_multiplies_the_delay_up_to_its_cap() -> None:
     assert retry_delay_seconds(specs["backing_off"], 10_000) == 24 * 3600  # Airflow's day cap
 
 
-def claim_with(spec: TaskSpec, try_number: int) -> Claim:
+def held_with(spec: TaskSpec, try_number: int) -> HeldTry:
     fence = Fence(1, try_number, "token")
-    return Claim(fence, TIKey("d", "r", "t", -1), 1, 5, 0, "dag.py", spec, {})
+    return HeldTry(fence, TIKey("d", "r", "t", -1), 1, 5, 0, "dag.py", spec, {})
 
 
 def test_the_end_of_a_try_waits_the_backoff_or_the_policys_delay() -> None:
     spec = TaskSpec(retries=4, retry_delay_seconds=10, retry_exponential_backoff=2.0)
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
-    third = end_values(claim_with(spec, 3), Final(TI.UP_FOR_RETRY, "boom"), now)
-    assert third["next_retry_at"] == now + dt.timedelta(seconds=40)
-    ruled = end_values(claim_with(spec, 3), Final(TI.UP_FOR_RETRY, "boom", 1.5), now)
-    assert ruled["next_retry_at"] == now + dt.timedelta(seconds=1.5)
+    third = judge(held_with(spec, 3), Failed("boom"), now)
+    assert third.state == TI.UP_FOR_RETRY
+    assert third.values["next_retry_at"] == now + dt.timedelta(seconds=40)
+    ruled = judge(held_with(spec, 3), Failed("boom", retry_delay_seconds=1.5), now)
+    assert ruled.values["next_retry_at"] == now + dt.timedelta(seconds=1.5)

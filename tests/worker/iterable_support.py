@@ -22,8 +22,8 @@ from state.migrate import upgrade
 from state.models import DagRun, TaskInstance
 from state.runs import create_run
 from state.scheduling import Enqueue, schedule_run_by_pk
+from state.try_life import HeldTry, claim_try
 from tradewind.settings import Settings
-from worker.claim import Claim, claim_try
 from worker.execute import execute
 
 
@@ -61,10 +61,10 @@ class Stack:
         self.queued += ready
         return ready
 
-    def claim(self, enqueue: Enqueue) -> Claim:
+    def claim(self, enqueue: Enqueue) -> HeldTry:
         with session_scope(self.url) as session:
             claim = claim_try(session, message_of(enqueue))
-        assert isinstance(claim, Claim), claim
+        assert isinstance(claim, HeldTry), claim
         return claim
 
     def execute_queued(self, stop_after: tuple[str, int] | None = None) -> list[str]:

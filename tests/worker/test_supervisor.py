@@ -26,9 +26,9 @@ from state.enums import DagRunState, TaskInstanceState
 from state.models import DagRun
 from state.runs import clear_task_instances
 from state.scheduling import Enqueue
+from state.try_life import claim_try
 from tests.state.harness import Home, tradewind_home
 from worker import protocol as p
-from worker.claim import claim_try
 from worker.execute import execute
 from worker.logs import TryLog, log_path
 from worker.process import reap_finished

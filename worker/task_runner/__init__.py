@@ -12,8 +12,8 @@ own process group, death with its parent, signals, stdio) stays beside the fork 
 Nothing here touches the SQL store: every read and write is a request to the supervisor over
 the comms socket (DESIGN.md §1), and no module here imports ``state`` or SQLAlchemy, even
 through the modules it imports (``tests/test_boundaries.py``). What runs in the Celery pool
-process (the supervisor, the claim and the end, the fork server, the helper process, the
-serving of XComs and state values) stays in ``worker/``.
+process (the supervisor, the fork server, the helper process, the serving of XComs and state
+values) stays in ``worker/``.
 
 Nothing is imported here: the backend helper process imports ``lookups`` alone.
 """

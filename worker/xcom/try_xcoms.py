@@ -27,8 +27,8 @@ from worker.xcom.configured import backend_class, runs_in_helper
 from worker.xcom.sql import SqlXComBackend
 
 if TYPE_CHECKING:
+    from state.try_life import HeldTry
     from tradewind.settings import Settings
-    from worker.claim import Claim
 
 
 def _passing_rows_through() -> BackendCalls:
@@ -59,7 +59,7 @@ class TryXComs:
     mapped: list[str] = field(default_factory=list)
 
 
-def prepare_xcoms(claim: Claim, task: Any, settings: Settings, log: TryLog) -> TryXComs:
+def prepare_xcoms(held: HeldTry, task: Any, settings: Settings, log: TryLog) -> TryXComs:
     """How this try's XComs and state objects will be served; starts the helper if needed.
 
     With the state store on object storage, a helper is made ready to start at its first call.
@@ -68,7 +68,7 @@ def prepare_xcoms(claim: Claim, task: Any, settings: Settings, log: TryLog) -> T
     runs_elsewhere = runs_in_helper(backend_class(settings.xcom_backend))
     runtime = task.options.command is not None
     # A first try has nothing left behind (a clear deletes XComs): skip the query.
-    stale = stale_rows(settings.sql_url, claim.ti) if claim.fence.try_number > 1 else []
+    stale = stale_rows(settings.sql_url, held.ti) if held.fence.try_number > 1 else []
     started = BackendHelper.start(log) if runs_elsewhere and (runtime or stale) else None
     helper: BackendHelper | BackendHelperOnDemand | None = started
     objects = settings.state_store_backend == "object_storage"
