@@ -16,7 +16,7 @@ from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
 from tradewind.task import Task
 from tradewind.virtualenv import needs_fresh_process
-from worker import protocol as p
+from worker import wire as p
 from worker.claim import Claim, Final, claim_through_outage, end_through_outage, final_for_failure
 from worker.dags import find_task
 from worker.fork_server import ForkServerError, start_python_task

@@ -18,13 +18,13 @@ from state.db import session_scope
 from state.outage import Retry, ride_out, store_probe
 from tradewind.connections import is_sensitive
 from worker import asset_requests as assets
-from worker import protocol as p
+from worker import wire as p
 from worker.state_store import serving as state
 from worker.try_context import Outcome, TryContext, answer
 from worker.xcom import serving
 
 
-def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
+def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p.Message | None:
     if request.protocol_version != p.PROTOCOL_VERSION:
         return p.ErrorResponse(
             error=f"protocol version {request.protocol_version} is not supported; "
@@ -33,18 +33,18 @@ def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message |
     return serving.start_try(ctx, request)
 
 
-def set_items_total(ctx: TryContext, request: p.SetItemsTotal) -> p._Message:
+def set_items_total(ctx: TryContext, request: p.SetItemsTotal) -> p.Message:
     with session_scope(ctx.url) as session:
         cp.set_items_total(session, ctx.fence, request.total)
     return p.OKResponse()
 
 
-def mask_secret(ctx: TryContext, request: p.MaskSecret) -> p._Message:
+def mask_secret(ctx: TryContext, request: p.MaskSecret) -> p.Message:
     ctx.log.add_secret(request.value)
     return p.OKResponse()
 
 
-def get_connection(ctx: TryContext, request: p.GetConnection) -> p._Message:
+def get_connection(ctx: TryContext, request: p.GetConnection) -> p.Message:
     with session_scope(ctx.url) as session:
         row = read_connection(session, request.conn_id)
         if row is None:
@@ -65,7 +65,7 @@ def get_connection(ctx: TryContext, request: p.GetConnection) -> p._Message:
     return reply
 
 
-def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
+def get_variable(ctx: TryContext, request: p.GetVariable) -> p.Message:
     with session_scope(ctx.url) as session:
         row = read_variable(session, request.key)
         if row is None:
@@ -76,13 +76,13 @@ def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
     return p.VariableResult(key=request.key, found=True, value=value)
 
 
-def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
+def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p.Message:
     follow = tuple(request.follow) if request.follow is not None else None
     ctx.outcome = Outcome("success", asset_events=tuple(request.asset_events), follow=follow)
     return p.OKResponse()
 
 
-def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
+def fail_task(ctx: TryContext, request: p.FailTask) -> p.Message:
     if ctx.lost:
         # Given up elsewhere (a zombie, a clear): the task must not run its failure callback.
         return p.ErrorResponse(error="the try no longer holds its task instance")
@@ -92,19 +92,19 @@ def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
     return p.OKResponse()
 
 
-def skip_task(ctx: TryContext, request: p.SkipTask) -> p._Message:
+def skip_task(ctx: TryContext, request: p.SkipTask) -> p.Message:
     ctx.outcome = Outcome("skipped", request.reason or None)
     return p.OKResponse()
 
 
-def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p._Message:
+def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p.Message:
     ctx.outcome = Outcome("up_for_reschedule", next_poke_at=request.reschedule_date)
     return p.OKResponse()
 
 
 # A handler returns its reply, or None when it replies later through ``ctx.reply_later``.
-Handler = Callable[[TryContext, Any], p._Message | None]
-HANDLERS: dict[type[p._Message], Handler] = {
+Handler = Callable[[TryContext, Any], p.Message | None]
+HANDLERS: dict[type[p.Message], Handler] = {
     p.GetTaskDetails: get_task_details,
     p.GetXCom: serving.get_xcom,
     p.SetXCom: serving.set_xcom,
@@ -131,7 +131,7 @@ HANDLERS: dict[type[p._Message], Handler] = {
 }
 
 
-def handle(ctx: TryContext, request: p._Message) -> p._Message | None:
+def handle(ctx: TryContext, request: p.Message) -> p.Message | None:
     """Run the handler of ``request``; None when its reply comes later (it waits on the helper)."""
     # A request waits out an outage of the store (state/outage.py), as the heartbeat does.
     what = f"{type(request).__name__} of task instance {ctx.fence.ti_id}"

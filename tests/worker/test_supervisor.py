@@ -27,7 +27,7 @@ from state.models import DagRun
 from state.runs import clear_task_instances
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
-from worker import protocol as p
+from worker import wire as p
 from worker.claim import claim_try
 from worker.execute import execute
 from worker.logs import TryLog, log_path
