@@ -11,15 +11,18 @@ from state.asset_state import delete_asset_state, read_asset_state, write_asset_
 from state.assets import asset_events_for_task
 from state.db import session_scope
 from worker import wire as p
+from worker.request_table import handles
 from worker.try_context import TryContext
 
 
+@handles
 def get_asset_events(ctx: TryContext, request: p.GetAssetEvents) -> p.Message:
     with session_scope(ctx.url) as session:
         events = asset_events_for_task(session, request.uri)
     return p.AssetEventsResult(events=events)
 
 
+@handles
 def get_asset_state_value(ctx: TryContext, request: p.GetAssetStateValue) -> p.Message:
     with session_scope(ctx.url) as session:
         text = read_asset_state(session, request.uri, request.key)
@@ -28,6 +31,7 @@ def get_asset_state_value(ctx: TryContext, request: p.GetAssetStateValue) -> p.M
     return p.StateValueResult(found=True, value=json.loads(text))
 
 
+@handles
 def set_asset_state_value(ctx: TryContext, request: p.SetAssetStateValue) -> p.Message:
     text = json.dumps(request.value)  # a value JSON cannot hold fails here, before any write
     with session_scope(ctx.url) as session:
@@ -35,6 +39,7 @@ def set_asset_state_value(ctx: TryContext, request: p.SetAssetStateValue) -> p.M
     return p.OKResponse()
 
 
+@handles
 def delete_asset_state_value(ctx: TryContext, request: p.DeleteAssetStateValue) -> p.Message:
     with session_scope(ctx.url) as session:
         delete_asset_state(session, ctx.fence, request.uri, request.key)

@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from worker import wire as p
+from worker.request_table import request_class_of
 from worker.requests import HANDLERS
 from worker.wire import fork_server, framing, helper, task, warm
 
@@ -107,8 +108,12 @@ def test_the_face_exports_every_public_name_of_the_framing_and_the_channels() ->
     assert len(p.__all__) == len(set(p.__all__))
 
 
-def test_every_request_has_a_handler_and_every_handler_a_request() -> None:
+def test_every_request_has_exactly_one_handler_and_every_handler_a_request() -> None:
     assert set(HANDLERS) == REQUESTS
+    # Each handler is registered for the class it is annotated to take.
+    assert {cls: request_class_of(handler) for cls, handler in HANDLERS.items()} == {
+        cls: cls for cls in REQUESTS
+    }
 
 
 def test_replies_are_results_or_the_two_responses() -> None:

@@ -35,6 +35,7 @@ from state.transitions import assert_fence
 from state.values import database_max_value_bytes, object_reference, read_state, write_state
 from state.values import delete_states as delete_state_rows
 from worker import wire as p
+from worker.request_table import handles
 from worker.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import BackendCalls, item, result_value
@@ -116,6 +117,7 @@ def _load(ctx: TryContext, request: p.Message, rows: dict[str, Any], reply: Repl
     _objects(ctx, rows).call(_call(ctx, "load_many", rows), loaded)
 
 
+@handles
 def get_state_value(ctx: TryContext, request: p.GetStateValue) -> p.Message | None:
     with session_scope(ctx.url) as session:
         text = read_state(session, ctx.ti, request.key)
@@ -132,6 +134,7 @@ def get_state_value(ctx: TryContext, request: p.GetStateValue) -> p.Message | No
     return None
 
 
+@handles
 def read_checkpoint_batches(ctx: TryContext, request: p.ReadCheckpointBatches) -> p.Message | None:
     """Every checkpoint in one query; the objects some refer to in one helper call after it."""
     with session_scope(ctx.url) as session:
@@ -218,6 +221,7 @@ def _same_object(old: str, new: str) -> bool:
     return is_reference(row) and bool(row[STATE_OBJECT_KEY] == json.loads(old)[STATE_OBJECT_KEY])
 
 
+@handles
 def set_state_value(ctx: TryContext, request: p.SetStateValue) -> p.Message | None:
     def write(session: Session, text: str) -> None:
         write_state(session, ctx.fence, ctx.ti, request.key, text, request.expires_at)
@@ -234,6 +238,7 @@ def _checkpoint(
     return _write(ctx, request, key, value, write, keep, one_statement=True)
 
 
+@handles
 def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> p.Message | None:
     # A batch in storage keeps its statuses in its row: progress reads rows, never objects.
     summary = batch_progress(request.value)
@@ -241,6 +246,7 @@ def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> 
     return _checkpoint(ctx, request, cp.batch_key(request.number), request.value, keep)
 
 
+@handles
 def write_checkpoint_marker(ctx: TryContext, request: p.WriteCheckpointMarker) -> p.Message | None:
     return _checkpoint(ctx, request, cp.MARKER_KEY, request.value)
 
@@ -276,18 +282,21 @@ def _purge_result(failures: list[str]) -> p.Message:
     return p.OKResponse()
 
 
+@handles
 def delete_state_value(ctx: TryContext, request: p.DeleteStateValue) -> p.Message | None:
     with session_scope(ctx.url) as session:
         objects = delete_state_rows(session, ctx.fence, ctx.ti, [request.key])
     return _purge(ctx, request, objects)
 
 
+@handles
 def clear_state_values(ctx: TryContext, request: p.ClearStateValues) -> p.Message | None:
     with session_scope(ctx.url) as session:
         objects = cp.delete_user_states(session, ctx.fence, ctx.ti, request.key_suffix)
     return _purge(ctx, request, objects)
 
 
+@handles
 def clear_checkpoint_batches(
     ctx: TryContext, request: p.ClearCheckpointBatches
 ) -> p.Message | None:

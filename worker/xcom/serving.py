@@ -24,6 +24,7 @@ from state.values import TIKey, database_max_value_bytes, read_xcom, read_xcoms,
 from tradewind.xcom_arg import XComArg
 from worker import wire as p
 from worker.background import Outcome
+from worker.request_table import handles
 from worker.task_runner.mapping import arguments_at, items_of
 from worker.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
@@ -168,6 +169,7 @@ def _stored_items(
     return items, mapped
 
 
+@handles
 def get_xcom(ctx: TryContext, request: p.GetXCom) -> p.Message | None:
     def read() -> tuple[list[p.XComItem], bool]:
         with session_scope(ctx.url) as session:
@@ -201,6 +203,7 @@ def _xcom_result(result: p.XComBackendResult, indexes: list[int] | None) -> p.Me
     return p.XComResult(found=True, value=values, map_indexes=indexes)
 
 
+@handles
 def set_xcom(ctx: TryContext, request: p.SetXCom) -> p.Message | None:
     where = _address(ctx.ti, request.key)
 
