@@ -1,8 +1,9 @@
 """The task's channel: what a task process and its supervisor say to each other during a try.
 
 Rules, and why:
-- One stream socket per try, inherited across fork or exec, carrying length-prefixed frames
-  (``framing.py``): a runtime task in any language can speak it.
+- One stream socket per try, carrying length-prefixed frames (``framing.py``): a Python task
+  process gets it with its start (``warm.py``), a runtime task inherits it across exec, and a
+  client in any language can speak it.
 - The task only asks. Every request carries an ``id``; the supervisor sends exactly one reply
   with the same ``id`` (a ``...Result``, ``OKResponse`` or ``ErrorResponse``). The task never has
   to handle a message it did not ask for, so a client is a loop of send-then-read.
