@@ -33,7 +33,7 @@ from typing import Any
 
 from tradewind import DAG, get_current_context, task
 from tradewind.context import RuntimeTaskInstance, set_current_context
-from worker import protocol as p
+from worker import wire as p
 from worker.task_runner.checkpoint_store import SupervisorCheckpointStore
 from worker.task_runner.checkpoints import Checkpoints, EarlierCheckpoints, IndexedTaskOutcome
 from worker.task_runner.iterable import ItemRunner
@@ -52,13 +52,13 @@ class Channel:
         self.values: dict[str, Any] = {}
         self.counts: Counter[str] = Counter()
 
-    def request(self, message: p._Message) -> p._Message:
+    def request(self, message: p.Message) -> p.Message:
         with self.lock:
             time.sleep(self.latency)
             self.counts[type(message).__name__] += 1
             return self._answer(message)
 
-    def _answer(self, message: p._Message) -> p._Message:
+    def _answer(self, message: p.Message) -> p.Message:
         if isinstance(message, p.WriteCheckpointBatch):
             self.values[f"_iterable_batch_{message.number}"] = message.value
         elif isinstance(message, p.SetStateValue):

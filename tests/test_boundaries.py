@@ -7,6 +7,8 @@
   the worker nor the scheduler;
 - no part imports the CLI (``tradewind.cli``), the top floor;
 - the worker's modules import one another without a cycle;
+- the wire (``worker/wire/``), which every process of the worker loads, imports nothing of
+  Tradewind but itself;
 - the task side (``worker/task_runner/``, what a task process runs) never reaches SQL: neither
   ``state`` nor ``sqlalchemy``, directly or through the first-party modules it imports at module
   level, and importing all of it in a fresh interpreter loads neither; nor does importing the
@@ -110,6 +112,18 @@ def violations(part: str, banned: tuple[str, ...]) -> list[str]:
 def test_a_part_never_imports_what_it_must_not(part: str, banned: tuple[str, ...]) -> None:
     assert files_of(part), f"{part} has no Python files: the check would prove nothing"
     assert violations(part, banned) == []
+
+
+def test_the_wire_imports_nothing_of_tradewind_but_itself() -> None:
+    assert files_of("worker/wire"), "worker/wire has no Python files: the check would prove nothing"
+    found = [
+        f"{path.relative_to(ROOT)}:{imp.lineno} imports {imp.module}"
+        for path in files_of("worker/wire")
+        for imp in imports_of(path)
+        if any(is_within(imp.module, part) for part in PARTS)
+        and not is_within(imp.module, "worker.wire")
+    ]
+    assert found == []
 
 
 @pytest.mark.parametrize("part", PARTS)

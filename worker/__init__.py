@@ -7,8 +7,8 @@ Two sides, kept apart by the layout. The modules here run where the supervisors 
 Celery worker's own process on the threads pool, its default; each pool process on prefork): the
 supervisor and its request handlers (a try's claim and record are the store's:
 ``state.try_life``), the fork server, the backend helper process, how XComs and state values are
-served. ``task_runner/`` is what a task process runs;
-it never imports ``state`` or SQLAlchemy. Between them: ``protocol.py``, the wire both speak,
+served. ``task_runner/`` is what a task process runs; it never imports ``state`` or SQLAlchemy.
+Between them: ``wire/``, the messages and frames every process speaks (one module per channel),
 and the backends (``xcom/``, ``state_store/object_storage.py``), which a task process or the
 backend helper runs and the supervisor never does.
 """

@@ -10,17 +10,20 @@ import json
 from state.asset_state import delete_asset_state, read_asset_state, write_asset_state
 from state.assets import asset_events_for_task
 from state.db import session_scope
-from worker import protocol as p
+from worker import wire as p
+from worker.request_table import handles
 from worker.try_context import TryContext
 
 
-def get_asset_events(ctx: TryContext, request: p.GetAssetEvents) -> p._Message:
+@handles
+def get_asset_events(ctx: TryContext, request: p.GetAssetEvents) -> p.Message:
     with session_scope(ctx.url) as session:
         events = asset_events_for_task(session, request.uri)
     return p.AssetEventsResult(events=events)
 
 
-def get_asset_state_value(ctx: TryContext, request: p.GetAssetStateValue) -> p._Message:
+@handles
+def get_asset_state_value(ctx: TryContext, request: p.GetAssetStateValue) -> p.Message:
     with session_scope(ctx.url) as session:
         text = read_asset_state(session, request.uri, request.key)
     if text is None:
@@ -28,14 +31,16 @@ def get_asset_state_value(ctx: TryContext, request: p.GetAssetStateValue) -> p._
     return p.StateValueResult(found=True, value=json.loads(text))
 
 
-def set_asset_state_value(ctx: TryContext, request: p.SetAssetStateValue) -> p._Message:
+@handles
+def set_asset_state_value(ctx: TryContext, request: p.SetAssetStateValue) -> p.Message:
     text = json.dumps(request.value)  # a value JSON cannot hold fails here, before any write
     with session_scope(ctx.url) as session:
         write_asset_state(session, ctx.fence, request.uri, request.key, text)
     return p.OKResponse()
 
 
-def delete_asset_state_value(ctx: TryContext, request: p.DeleteAssetStateValue) -> p._Message:
+@handles
+def delete_asset_state_value(ctx: TryContext, request: p.DeleteAssetStateValue) -> p.Message:
     with session_scope(ctx.url) as session:
         delete_asset_state(session, ctx.fence, request.uri, request.key)
     return p.OKResponse()

@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from worker import protocol as p
+from worker import wire as p
 from worker.logs import TryLog
 from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, exec_runtime_task
@@ -48,7 +48,7 @@ LOG_SOURCE = "backend-helper"
 _READ_BYTES = 1 << 20
 #: After SIGTERM, how long a helper may take to go before SIGKILL.
 _TERMINATE_GRACE_SECONDS = 2.0
-Answer = Callable[[p._Message], p._Message | None]
+Answer = Callable[[p.Message], p.Message | None]
 
 
 class BackendHelper:
@@ -175,7 +175,7 @@ class BackendHelper:
             if reply is not None:
                 self._send(reply)
 
-    def _send(self, message: p._Message) -> None:
+    def _send(self, message: p.Message) -> None:
         if self._gone is None:
             self._outbox.put(p.encode(message))
             self._flush()

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 
 from tradewind.settings import Settings, SettingsError, get_settings
-from worker import protocol as p
+from worker import wire as p
 from worker.process import COMMS_FD_ENV, _die_with_parent
 from worker.task_runner.lookups import CommsLookups, LookupFailed
 from worker.xcom.base import Lookups, XComBackend
@@ -35,13 +35,13 @@ class HelperChannel:
         self._comms = comms
         self._ids = itertools.count(1)
 
-    def request(self, message: p._Message) -> p._Message:
+    def request(self, message: p.Message) -> p.Message:
         message.id = next(self._ids)
         self._comms.sendall(p.encode(message))
-        reply: p._Message = p.TO_HELPER.validate_json(p.read_frame(self._comms))
+        reply: p.Message = p.TO_HELPER.validate_json(p.read_frame(self._comms))
         return reply
 
-    def next_call(self, message: p._Message) -> p.XComBackendCall:
+    def next_call(self, message: p.Message) -> p.XComBackendCall:
         reply = self.request(message)
         if not isinstance(reply, p.XComBackendCall):
             raise p.ProtocolError(f"expected an XComBackendCall, got {type(reply).__name__}")

@@ -20,7 +20,7 @@ from tradewind.loader import one_line_error
 from tradewind.settings import Settings, SettingsError
 from tradewind.task import Task
 from tradewind.virtualenv import needs_fresh_process
-from worker import protocol as p
+from worker import wire as p
 from worker.dags import find_task
 from worker.fork_server import ForkServerError, start_python_task
 from worker.logs import TryLog, log_path

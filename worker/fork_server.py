@@ -42,7 +42,7 @@ from functools import partial
 
 from tradewind.dag import DAG
 from tradewind.task import Task
-from worker import protocol as p
+from worker import wire as p
 from worker.process import COMMS_FD_ENV, TaskProcess, fork_python_task, reap_finished
 from worker.slots import PerSlot
 from worker.task_runner.body import task_body

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import NoReturn
 
-from worker import protocol as p
+from worker import wire as p
 from worker.dags import preload
 from worker.fork_server import MAX_PACKET_BYTES, PARENT_PID_ENV
 from worker.process import (

@@ -1,14 +1,14 @@
 """What the supervisor does for each request of its task: one small handler per message type.
 
-Dispatch is a table (message class -> handler). Every write names the try's fence, so a try
-that lost its task instance (cleared, or given up as a zombie) gets an ``ErrorResponse``. What
-a handler is given is the try's ``TryContext`` (``worker/try_context.py``).
+Dispatch is a table (message class -> handler), written by ``@handles`` from each handler's
+annotated request class (``worker/request_table.py``): the handlers here, and those of XComs,
+state values and assets in their own modules. Every write names the try's fence, so a try that
+lost its task instance (cleared, or given up as a zombie) gets an ``ErrorResponse``. What a
+handler is given is the try's ``TryContext`` (``worker/try_context.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import quote
 
 from state import checkpoints as cp
@@ -19,13 +19,19 @@ from state.outage import Retry, ride_out, store_probe
 from state.outcomes import Failed, Rescheduled, Skipped, Succeeded
 from tradewind.connections import is_sensitive
 from worker import asset_requests as assets
-from worker import protocol as p
+from worker import wire as p
+from worker.request_table import HANDLERS, handles
 from worker.state_store import serving as state
 from worker.try_context import TryContext, answer
 from worker.xcom import serving
 
+# The other modules of handlers: importing them registers theirs, so the table is whole once
+# this module is imported (worker/request_table.py).
+HANDLER_MODULES = (serving, state, assets)
 
-def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
+
+@handles
+def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p.Message | None:
     if request.protocol_version != p.PROTOCOL_VERSION:
         return p.ErrorResponse(
             error=f"protocol version {request.protocol_version} is not supported; "
@@ -34,18 +40,21 @@ def get_task_details(ctx: TryContext, request: p.GetTaskDetails) -> p._Message |
     return serving.start_try(ctx, request)
 
 
-def set_items_total(ctx: TryContext, request: p.SetItemsTotal) -> p._Message:
+@handles
+def set_items_total(ctx: TryContext, request: p.SetItemsTotal) -> p.Message:
     with session_scope(ctx.url) as session:
         cp.set_items_total(session, ctx.fence, request.total)
     return p.OKResponse()
 
 
-def mask_secret(ctx: TryContext, request: p.MaskSecret) -> p._Message:
+@handles
+def mask_secret(ctx: TryContext, request: p.MaskSecret) -> p.Message:
     ctx.log.add_secret(request.value)
     return p.OKResponse()
 
 
-def get_connection(ctx: TryContext, request: p.GetConnection) -> p._Message:
+@handles
+def get_connection(ctx: TryContext, request: p.GetConnection) -> p.Message:
     with session_scope(ctx.url) as session:
         row = read_connection(session, request.conn_id)
         if row is None:
@@ -66,7 +75,8 @@ def get_connection(ctx: TryContext, request: p.GetConnection) -> p._Message:
     return reply
 
 
-def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
+@handles
+def get_variable(ctx: TryContext, request: p.GetVariable) -> p.Message:
     with session_scope(ctx.url) as session:
         row = read_variable(session, request.key)
         if row is None:
@@ -77,13 +87,15 @@ def get_variable(ctx: TryContext, request: p.GetVariable) -> p._Message:
     return p.VariableResult(key=request.key, found=True, value=value)
 
 
-def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p._Message:
+@handles
+def succeed_task(ctx: TryContext, request: p.SucceedTask) -> p.Message:
     follow = tuple(request.follow) if request.follow is not None else None
     ctx.outcome = Succeeded(tuple(request.asset_events), follow)
     return p.OKResponse()
 
 
-def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
+@handles
+def fail_task(ctx: TryContext, request: p.FailTask) -> p.Message:
     if ctx.lost:
         # Given up elsewhere (a zombie, a clear): the task must not run its failure callback.
         return p.ErrorResponse(error="the try no longer holds its task instance")
@@ -93,46 +105,19 @@ def fail_task(ctx: TryContext, request: p.FailTask) -> p._Message:
     return p.OKResponse()
 
 
-def skip_task(ctx: TryContext, request: p.SkipTask) -> p._Message:
+@handles
+def skip_task(ctx: TryContext, request: p.SkipTask) -> p.Message:
     ctx.outcome = Skipped(request.reason or None)
     return p.OKResponse()
 
 
-def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p._Message:
+@handles
+def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p.Message:
     ctx.outcome = Rescheduled(request.reschedule_date)
     return p.OKResponse()
 
 
-# A handler returns its reply, or None when it replies later through ``ctx.reply_later``.
-Handler = Callable[[TryContext, Any], p._Message | None]
-HANDLERS: dict[type[p._Message], Handler] = {
-    p.GetTaskDetails: get_task_details,
-    p.GetXCom: serving.get_xcom,
-    p.SetXCom: serving.set_xcom,
-    p.GetStateValue: state.get_state_value,
-    p.SetStateValue: state.set_state_value,
-    p.DeleteStateValue: state.delete_state_value,
-    p.ClearStateValues: state.clear_state_values,
-    p.WriteCheckpointBatch: state.write_checkpoint_batch,
-    p.WriteCheckpointMarker: state.write_checkpoint_marker,
-    p.ReadCheckpointBatches: state.read_checkpoint_batches,
-    p.ClearCheckpointBatches: state.clear_checkpoint_batches,
-    p.SetItemsTotal: set_items_total,
-    p.MaskSecret: mask_secret,
-    p.GetConnection: get_connection,
-    p.GetVariable: get_variable,
-    p.GetAssetEvents: assets.get_asset_events,
-    p.GetAssetStateValue: assets.get_asset_state_value,
-    p.SetAssetStateValue: assets.set_asset_state_value,
-    p.DeleteAssetStateValue: assets.delete_asset_state_value,
-    p.SucceedTask: succeed_task,
-    p.FailTask: fail_task,
-    p.SkipTask: skip_task,
-    p.RescheduleTask: reschedule_task,
-}
-
-
-def handle(ctx: TryContext, request: p._Message) -> p._Message | None:
+def handle(ctx: TryContext, request: p.Message) -> p.Message | None:
     """Run the handler of ``request``; None when its reply comes later (it waits on the helper)."""
     # A request waits out an outage of the store (state/outage.py), as the heartbeat does.
     what = f"{type(request).__name__} of task instance {ctx.fence.ti_id}"

@@ -26,7 +26,7 @@ from state.outage import BeatSchedule, OutageLog, budget_seconds, is_store_outag
 from state.outcomes import Failed, Outcome, Skipped
 from state.transitions import TryFenced
 from state.try_life import HeldTry, beat
-from worker import protocol as p
+from worker import wire as p
 from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, reap_later
 from worker.requests import handle
@@ -182,7 +182,7 @@ class SupervisorLoop:
         try:
             request = p.TO_SUPERVISOR.validate_json(frame)
         except ValidationError as error:
-            reply: p._Message | None = p.ErrorResponse(
+            reply: p.Message | None = p.ErrorResponse(
                 error=f"unknown or malformed request: {error.errors()[0]['msg']}"
             )
         else:
@@ -190,7 +190,7 @@ class SupervisorLoop:
         if reply is not None:  # None: the handler replies later, through ctx.reply_later
             self._send(reply)
 
-    def _send(self, reply: p._Message) -> None:
+    def _send(self, reply: p.Message) -> None:
         self._outbox.put(p.encode(reply))
         self._flush()
         if self.ctx.lost:

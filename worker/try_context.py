@@ -21,7 +21,7 @@ from state.outage import StoreUnavailable
 from state.outcomes import Outcome
 from state.transitions import Fence, TryFenced
 from state.values import TIKey
-from worker import protocol as p
+from worker import wire as p
 from worker.background import Background
 from worker.logs import TryLog
 from worker.xcom.base import XComBackendError
@@ -49,7 +49,7 @@ class TryContext:
     background: Background = field(default_factory=Background)
     outcome: Outcome | None = None
     lost: bool = False
-    _later: list[p._Message] = field(default_factory=list, init=False, repr=False)
+    _later: list[p.Message] = field(default_factory=list, init=False, repr=False)
 
     @classmethod
     def open(
@@ -69,7 +69,7 @@ class TryContext:
             xcoms=prepare_xcoms(held, task, settings, log),
         )
 
-    def reply_later(self, request: p._Message, produce: Callable[[], p._Message | None]) -> None:
+    def reply_later(self, request: p.Message, produce: Callable[[], p.Message | None]) -> None:
         """Queue the reply of a request whose handler returned None, once it can be made.
 
         ``produce`` may itself return None: it started another call, whose callback replies.
@@ -78,15 +78,15 @@ class TryContext:
         if reply is not None:
             self._later.append(reply)
 
-    def take_replies(self) -> list[p._Message]:
+    def take_replies(self) -> list[p.Message]:
         """The replies made by ``reply_later`` since the last call, in the order they were made."""
         replies, self._later = self._later, []
         return replies
 
 
 def answer(
-    ctx: TryContext, request: p._Message, produce: Callable[[], p._Message | None]
-) -> p._Message | None:
+    ctx: TryContext, request: p.Message, produce: Callable[[], p.Message | None]
+) -> p.Message | None:
     """The reply ``produce`` makes; any failure becomes one ``ErrorResponse`` line."""
     try:
         reply = produce()

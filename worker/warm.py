@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from worker import protocol as p
+from worker import wire as p
 from worker.slots import PerSlot
 
 if TYPE_CHECKING:

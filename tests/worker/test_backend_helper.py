@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tradewind.settings import reload_settings
-from worker import protocol as p
+from worker import wire as p
 from worker.backend_helper import BackendHelper
 from worker.logs import TryLog
 from worker.xcom.calls import item
@@ -36,7 +36,7 @@ class Supervisor:
     helper: BackendHelper
     selector: selectors.BaseSelector
     markers: Path
-    asked: list[p._Message] = field(default_factory=list)
+    asked: list[p.Message] = field(default_factory=list)
     results: list[tuple[str, p.XComBackendResult]] = field(default_factory=list)
 
     def call(self, name: str, hook: str, *items: p.XComItem) -> None:
@@ -59,12 +59,12 @@ class Supervisor:
         return path.read_text().splitlines() if path.exists() else []
 
 
-def answer_for(log: TryLog, asked: list[p._Message]) -> Callable[[p._Message], p._Message]:
-    def answer(message: p._Message) -> p._Message:
+def answer_for(log: TryLog, asked: list[p.Message]) -> Callable[[p.Message], p.Message]:
+    def answer(message: p.Message) -> p.Message:
         asked.append(message)
         if isinstance(message, p.GetConnection):
             log.add_secret("hunter2-secret")
-            reply: p._Message = p.ConnectionResult(
+            reply: p.Message = p.ConnectionResult(
                 conn_id=message.conn_id, login="me", password="hunter2-secret"
             )
         elif isinstance(message, p.GetVariable):
@@ -98,7 +98,7 @@ def start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Start]:
         monkeypatch.setenv("TRADEWIND_XCOM_BACKEND", f"tests.worker.xcom_support.{backend}")
         for hook, seconds in slow_seconds.items():
             monkeypatch.setenv(f"TW_TEST_SLOW_{hook.upper()}", str(seconds))
-        asked: list[p._Message] = []
+        asked: list[p.Message] = []
         helper = BackendHelper.start(log)
         helper.register(selector, answer_for(log, asked))
         started.append(Supervisor(helper, selector, markers, asked))

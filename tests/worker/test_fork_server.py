@@ -31,7 +31,7 @@ from tests.worker.test_supervisor import (
     wait_until,
 )
 from worker import fork_server, requests
-from worker import protocol as p
+from worker import wire as p
 from worker.fork_server import ForkServer
 from worker.try_context import TryContext
 
@@ -223,7 +223,7 @@ def test_a_changed_dag_file_runs_its_new_code(home: Home) -> None:
 POOL_PROCESS = """
 import sys, time
 from worker import fork_server, requests
-from worker import protocol as p
+from worker import wire as p
 from worker.dags import find_task
 
 fork_server.use_fork_server()
@@ -282,7 +282,7 @@ def test_a_first_try_gets_its_details_with_its_start_and_asks_nothing(
     asked: list[p.GetTaskDetails] = []
     answer = requests.HANDLERS[p.GetTaskDetails]
 
-    def count(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
+    def count(ctx: TryContext, request: p.GetTaskDetails) -> p.Message | None:
         asked.append(request)
         return answer(ctx, request)
 

@@ -1,26 +1,34 @@
-"""The wire between a supervisor and its task: message models, the two unions, and frames."""
+"""The wire (``worker/wire/``): message models, each channel's unions, and frames."""
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import inspect
 import socket
 import struct
 import typing
 from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from worker import protocol as p
+from worker import wire as p
+from worker.request_table import request_class_of
 from worker.requests import HANDLERS
+from worker.wire import fork_server, framing, helper, task, warm
+
+CHANNELS = (task, helper, fork_server, warm)
 
 
-def message_classes() -> list[type[p._Message]]:
+def message_classes() -> list[type[p.Message]]:
+    """Every message, from the channel module that defines it."""
     return [
         cls
-        for _, cls in inspect.getmembers(p, inspect.isclass)
-        if issubclass(cls, p._Message) and cls is not p._Message
+        for channel in CHANNELS
+        for _, cls in inspect.getmembers(channel, inspect.isclass)
+        if issubclass(cls, p.Message) and cls.__module__ == channel.__name__
     ]
 
 
@@ -45,7 +53,7 @@ FROM_WARM = union_members(p.FromWarmTaskProcess)
 
 
 @pytest.mark.parametrize("cls", message_classes(), ids=lambda cls: cls.__name__)
-def test_every_message_class_name_equals_its_type(cls: type[p._Message]) -> None:
+def test_every_message_class_name_equals_its_type(cls: type[p.Message]) -> None:
     assert cls.model_fields["type"].default == cls.__name__
 
 
@@ -71,8 +79,41 @@ def test_every_message_travels_in_exactly_one_direction() -> None:
     assert helper_gets == {p.XComBackendCall}
 
 
-def test_every_request_has_a_handler_and_every_handler_a_request() -> None:
+def test_each_channel_module_defines_the_messages_of_its_channel() -> None:
+    defined = {
+        channel: {c for c in message_classes() if c.__module__ == channel.__name__}
+        for channel in CHANNELS
+    }
+    assert defined[task] == REQUESTS | REPLIES
+    assert defined[helper] == (FROM_HELPER | TO_HELPER) - REQUESTS - REPLIES
+    assert defined[fork_server] == (FROM_FORK_SERVER | TO_FORK_SERVER) - REPLIES
+    assert defined[warm] == TO_SPARE | FROM_WARM
+
+
+def defined_names(module: ModuleType) -> set[str]:
+    """The public names a module defines itself (classes, functions, assignments)."""
+    names = set()
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            names.add(ast.unparse(target))
+    return {name for name in names if not name.startswith("_")}
+
+
+def test_the_face_exports_every_public_name_of_the_framing_and_the_channels() -> None:
+    defined = set().union(*(defined_names(module) for module in (framing, *CHANNELS)))
+    assert defined == set(p.__all__)
+    assert len(p.__all__) == len(set(p.__all__))
+
+
+def test_every_request_has_exactly_one_handler_and_every_handler_a_request() -> None:
     assert set(HANDLERS) == REQUESTS
+    # Each handler is registered for the class it is annotated to take.
+    assert {cls: request_class_of(handler) for cls, handler in HANDLERS.items()} == {
+        cls: cls for cls in REQUESTS
+    }
 
 
 def test_replies_are_results_or_the_two_responses() -> None:
@@ -162,7 +203,7 @@ def test_a_frame_is_a_big_endian_length_then_utf8_json() -> None:
     ids=lambda m: type(m).__name__,
 )
 @pytest.mark.parametrize("request_id", [1, 9, 12345678901])
-def test_a_pre_encoded_request_frames_as_encode_does(message: p._Message, request_id: int) -> None:
+def test_a_pre_encoded_request_frames_as_encode_does(message: p.Message, request_id: int) -> None:
     frame = p.PreEncoded(message).frame(request_id)
     assert frame == p.encode(message.model_copy(update={"id": request_id}))
     assert message.id == 0  # the model it was made from is left as it was

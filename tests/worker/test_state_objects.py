@@ -27,7 +27,7 @@ from state.values import purge_expired_states
 from tests.worker.xcom_support import Moto
 from tradewind.connections import Connection
 from tradewind.settings import Settings, SettingsError, reload_settings
-from worker import protocol as p
+from worker import wire as p
 from worker.execute import task_details
 from worker.logs import TryLog
 from worker.requests import handle
@@ -177,7 +177,7 @@ def ctx(tmp_path: Path, objects: ObjectStorageStateBackend) -> Iterator[TryConte
     log.close()
 
 
-def ask(ctx: TryContext, request: p._Message) -> p._Message:
+def ask(ctx: TryContext, request: p.Message) -> p.Message:
     """The reply, whether the handler gave it at once or sent it once its object calls ran."""
     reply = handle(ctx, request)
     if reply is None:

@@ -17,7 +17,7 @@ from state.models import DagRun, TaskInstance, TaskStateValue
 from state.runs import clear_task_instances
 from state.values import purge_expired_states
 from tests.state.harness import StatementCounter
-from worker import protocol as p
+from worker import wire as p
 from worker.execute import task_details
 from worker.logs import TryLog
 from worker.requests import handle
@@ -58,7 +58,7 @@ def ctx(stack: Stack, tmp_path: Path) -> Iterator[TryContext]:
     log.close()
 
 
-def ask(ctx: TryContext, request: p._Message) -> p._Message:
+def ask(ctx: TryContext, request: p.Message) -> p.Message:
     return handle(ctx, request)
 
 

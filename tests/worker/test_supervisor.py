@@ -28,7 +28,7 @@ from state.runs import clear_task_instances
 from state.scheduling import Enqueue
 from state.try_life import claim_try
 from tests.state.harness import Home, tradewind_home
-from worker import protocol as p
+from worker import wire as p
 from worker.execute import execute
 from worker.logs import TryLog, log_path
 from worker.process import reap_finished

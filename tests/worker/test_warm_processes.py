@@ -171,7 +171,7 @@ with DAG("runtime"):
 RUNTIME = """
 import os, socket, sys
 sys.path.insert(0, {root!r})
-from worker import protocol as p
+from worker import wire as p
 
 comms = socket.socket(fileno=int(os.environ["TRADEWIND_COMMS_FD"]))
 for n, request in enumerate([

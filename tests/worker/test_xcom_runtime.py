@@ -284,7 +284,7 @@ def test_secrets_of_the_task_and_the_helper_appear_nowhere_in_the_log(setup: Set
 SLOW_READER = """
 import json, os, socket, struct, sys, time
 sys.path.insert(0, {root!r})
-from worker import protocol as p
+from worker import wire as p
 
 comms = socket.socket(fileno=int(os.environ["TRADEWIND_COMMS_FD"]))
 def ask(message):

@@ -34,13 +34,14 @@ from state.progress import PROGRESS_KEY, batch_progress
 from state.transitions import assert_fence
 from state.values import database_max_value_bytes, object_reference, read_state, write_state
 from state.values import delete_states as delete_state_rows
-from worker import protocol as p
+from worker import wire as p
+from worker.request_table import handles
 from worker.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import BackendCalls, item, result_value
 
 Write = Callable[[Session, str], None]
-Reply = Callable[[dict[str, Any]], p._Message]
+Reply = Callable[[dict[str, Any]], p.Message]
 Operation = Literal["load_many", "purge", "store"]
 
 
@@ -106,7 +107,7 @@ def _objects(ctx: TryContext, rows: dict[str, Any]) -> BackendCalls:
 # --- reads ------------------------------------------------------------------------------------
 
 
-def _load(ctx: TryContext, request: p._Message, rows: dict[str, Any], reply: Reply) -> None:
+def _load(ctx: TryContext, request: p.Message, rows: dict[str, Any], reply: Reply) -> None:
     """Reply with ``reply(values by key)`` once the objects ``rows`` refer to are loaded."""
     keys = list(rows)
 
@@ -116,7 +117,8 @@ def _load(ctx: TryContext, request: p._Message, rows: dict[str, Any], reply: Rep
     _objects(ctx, rows).call(_call(ctx, "load_many", rows), loaded)
 
 
-def get_state_value(ctx: TryContext, request: p.GetStateValue) -> p._Message | None:
+@handles
+def get_state_value(ctx: TryContext, request: p.GetStateValue) -> p.Message | None:
     with session_scope(ctx.url) as session:
         text = read_state(session, ctx.ti, request.key)
     if text is None:
@@ -125,14 +127,15 @@ def get_state_value(ctx: TryContext, request: p.GetStateValue) -> p._Message | N
     if not is_reference(row):
         return p.StateValueResult(found=True, value=row)
 
-    def found(values: dict[str, Any]) -> p._Message:
+    def found(values: dict[str, Any]) -> p.Message:
         return p.StateValueResult(found=True, value=values[request.key])
 
     _load(ctx, request, {request.key: row}, found)
     return None
 
 
-def read_checkpoint_batches(ctx: TryContext, request: p.ReadCheckpointBatches) -> p._Message | None:
+@handles
+def read_checkpoint_batches(ctx: TryContext, request: p.ReadCheckpointBatches) -> p.Message | None:
     """Every checkpoint in one query; the objects some refer to in one helper call after it."""
     with session_scope(ctx.url) as session:
         stored = cp.read_checkpoints(session, ctx.ti)
@@ -141,7 +144,7 @@ def read_checkpoint_batches(ctx: TryContext, request: p.ReadCheckpointBatches) -
     if stored.marker is not None:
         rows[cp.MARKER_KEY] = json.loads(stored.marker)
 
-    def result(values: dict[str, Any]) -> p._Message:
+    def result(values: dict[str, Any]) -> p.Message:
         every = {**rows, **values}
         marker = every.pop(cp.MARKER_KEY, None)
         batches = {numbers[key]: value for key, value in every.items()}
@@ -159,13 +162,13 @@ def read_checkpoint_batches(ctx: TryContext, request: p.ReadCheckpointBatches) -
 
 def _write(
     ctx: TryContext,
-    request: p._Message,
+    request: p.Message,
     key: str,
     value: Any,
     write: Write,
     keep: dict[str, Any] | None = None,
     one_statement: bool = False,
-) -> p._Message | None:
+) -> p.Message | None:
     """Write ``value`` under ``key`` with ``write`` (a fenced row write), large ones via storage.
 
     ``keep``: what the row of a value sent to storage keeps beside the reference.
@@ -178,7 +181,7 @@ def _write(
         assert_fence(session, ctx.fence)
 
     def stored(result: p.XComBackendResult) -> None:
-        def write_reference() -> p._Message | None:
+        def write_reference() -> p.Message | None:
             # Here, not in the callback itself: a store that failed becomes the reply's error.
             row_text = _json_text({**result_value(result), **(keep or {})})
             return _write_row(ctx, request, key, row_text, write)
@@ -191,12 +194,12 @@ def _write(
 
 def _write_row(
     ctx: TryContext,
-    request: p._Message,
+    request: p.Message,
     key: str,
     text: str,
     write: Write,
     one_statement: bool = False,
-) -> p._Message | None:
+) -> p.Message | None:
     # A checkpoint write alone is one statement on PostgreSQL: in autocommit it spares the
     # BEGIN and COMMIT round trips, a third of a 16,194-item task's 1,013 writes.
     alone = one_statement and not ctx.xcoms.state_calls
@@ -218,7 +221,8 @@ def _same_object(old: str, new: str) -> bool:
     return is_reference(row) and bool(row[STATE_OBJECT_KEY] == json.loads(old)[STATE_OBJECT_KEY])
 
 
-def set_state_value(ctx: TryContext, request: p.SetStateValue) -> p._Message | None:
+@handles
+def set_state_value(ctx: TryContext, request: p.SetStateValue) -> p.Message | None:
     def write(session: Session, text: str) -> None:
         write_state(session, ctx.fence, ctx.ti, request.key, text, request.expires_at)
 
@@ -226,29 +230,31 @@ def set_state_value(ctx: TryContext, request: p.SetStateValue) -> p._Message | N
 
 
 def _checkpoint(
-    ctx: TryContext, request: p._Message, key: str, value: Any, keep: dict[str, Any] | None = None
-) -> p._Message | None:
+    ctx: TryContext, request: p.Message, key: str, value: Any, keep: dict[str, Any] | None = None
+) -> p.Message | None:
     def write(session: Session, text: str) -> None:
         cp.write_checkpoint(session, ctx.fence, ctx.ti, key, text)
 
     return _write(ctx, request, key, value, write, keep, one_statement=True)
 
 
-def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> p._Message | None:
+@handles
+def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> p.Message | None:
     # A batch in storage keeps its statuses in its row: progress reads rows, never objects.
     summary = batch_progress(request.value)
     keep = {PROGRESS_KEY: summary} if summary is not None else None
     return _checkpoint(ctx, request, cp.batch_key(request.number), request.value, keep)
 
 
-def write_checkpoint_marker(ctx: TryContext, request: p.WriteCheckpointMarker) -> p._Message | None:
+@handles
+def write_checkpoint_marker(ctx: TryContext, request: p.WriteCheckpointMarker) -> p.Message | None:
     return _checkpoint(ctx, request, cp.MARKER_KEY, request.value)
 
 
 # --- deletes ----------------------------------------------------------------------------------
 
 
-def _purge(ctx: TryContext, request: p._Message, rows: dict[str, str]) -> p._Message | None:
+def _purge(ctx: TryContext, request: p.Message, rows: dict[str, str]) -> p.Message | None:
     """Reply OK once the objects of ``rows`` (deleted rows, as text) are purged, one call each.
 
     With the SQL backend there is nothing to purge them with: they are left (docs).
@@ -270,27 +276,30 @@ def _purge(ctx: TryContext, request: p._Message, rows: dict[str, str]) -> p._Mes
     return None
 
 
-def _purge_result(failures: list[str]) -> p._Message:
+def _purge_result(failures: list[str]) -> p.Message:
     if failures:
         raise XComBackendError(f"the row is gone, but not its object: {failures[0]}")
     return p.OKResponse()
 
 
-def delete_state_value(ctx: TryContext, request: p.DeleteStateValue) -> p._Message | None:
+@handles
+def delete_state_value(ctx: TryContext, request: p.DeleteStateValue) -> p.Message | None:
     with session_scope(ctx.url) as session:
         objects = delete_state_rows(session, ctx.fence, ctx.ti, [request.key])
     return _purge(ctx, request, objects)
 
 
-def clear_state_values(ctx: TryContext, request: p.ClearStateValues) -> p._Message | None:
+@handles
+def clear_state_values(ctx: TryContext, request: p.ClearStateValues) -> p.Message | None:
     with session_scope(ctx.url) as session:
         objects = cp.delete_user_states(session, ctx.fence, ctx.ti, request.key_suffix)
     return _purge(ctx, request, objects)
 
 
+@handles
 def clear_checkpoint_batches(
     ctx: TryContext, request: p.ClearCheckpointBatches
-) -> p._Message | None:
+) -> p.Message | None:
     with session_scope(ctx.url) as session:
         objects = cp.delete_batches(session, ctx.fence, ctx.ti)
     return _purge(ctx, request, objects)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from tradewind.dag import DAG
 from tradewind.task import Task
-from worker import protocol as p
+from worker import wire as p
 from worker.task_runner.iterable import run_iterable_task
 from worker.task_runner.mapping import is_iterable
 from worker.task_runner.runner import run_python_task

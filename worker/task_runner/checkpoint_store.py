@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tradewind import xcom_values
-from worker import protocol as p
+from worker import wire as p
 from worker.task_runner.runner import RequestFailed
 
 
@@ -40,7 +40,7 @@ class CheckpointStore(Protocol):
 
 
 class Requester(Protocol):
-    def request(self, message: p._Message) -> p._Message: ...
+    def request(self, message: p.Message) -> p.Message: ...
 
 
 class SupervisorCheckpointStore:
@@ -49,7 +49,7 @@ class SupervisorCheckpointStore:
     def __init__(self, client: Requester) -> None:
         self._client = client
 
-    def _ask(self, message: p._Message) -> p._Message:
+    def _ask(self, message: p.Message) -> p.Message:
         try:
             return self._client.request(message)
         except RequestFailed as error:

@@ -28,7 +28,7 @@ from tradewind.loader import one_line_error
 from tradewind.state_store import TaskStateStore
 from tradewind.task import Task
 from tradewind.xcom_arg import RETURN_VALUE
-from worker import protocol as p
+from worker import wire as p
 from worker.task_runner.checkpoint_store import SupervisorCheckpointStore
 from worker.task_runner.checkpoints import (
     FAILED,

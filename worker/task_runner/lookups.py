@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tradewind.connections import Connection
-from worker import protocol as p
+from worker import wire as p
 
 
 class LookupFailed(LookupError):
     """The supervisor could not answer a look-up (an unknown connection, a store error)."""
 
 
-def connection_of(reply: p._Message) -> Connection:
+def connection_of(reply: p.Message) -> Connection:
     if isinstance(reply, p.ErrorResponse):
         raise LookupFailed(reply.error)
     assert isinstance(reply, p.ConnectionResult)
@@ -28,7 +28,7 @@ def connection_of(reply: p._Message) -> Connection:
     )
 
 
-def variable_of(reply: p._Message) -> str | None:
+def variable_of(reply: p.Message) -> str | None:
     if isinstance(reply, p.ErrorResponse):
         raise LookupFailed(reply.error)
     assert isinstance(reply, p.VariableResult)
@@ -38,7 +38,7 @@ def variable_of(reply: p._Message) -> str | None:
 class CommsLookups:
     """``Lookups`` for a backend, asking through ``request`` (a send-then-read of one frame)."""
 
-    def __init__(self, request: Callable[[p._Message], p._Message]) -> None:
+    def __init__(self, request: Callable[[p.Message], p.Message]) -> None:
         self._request = request
 
     def get_connection(self, conn_id: str) -> Connection:

@@ -32,7 +32,7 @@ from tradewind.sensors import Reschedule
 from tradewind.task import Task
 from tradewind.templates import render_arguments
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
-from worker import protocol as p
+from worker import wire as p
 from worker.process import set_signal_handler
 from worker.task_runner.lookups import connection_of, variable_of
 from worker.task_runner.mapping import (
@@ -68,10 +68,10 @@ class Client:
         """A request was cut in half (a SIGTERM): no request can be made any more."""
         return self._broken
 
-    def request(self, message: p._Message | p.PreEncoded) -> p._Message:
+    def request(self, message: p.Message | p.PreEncoded) -> p.Message:
         return self.exchange(message)[0]
 
-    def exchange(self, message: p._Message | p.PreEncoded) -> tuple[p._Message, bytes]:
+    def exchange(self, message: p.Message | p.PreEncoded) -> tuple[p.Message, bytes]:
         """The reply to ``message``, and the frame it came in."""
         with self._lock:
             if self._broken:
@@ -145,7 +145,7 @@ class Client:
         self.request(p.DeleteAssetStateValue(uri=uri, key=key))
 
 
-def _frame(message: p._Message | p.PreEncoded, request_id: int) -> bytes:
+def _frame(message: p.Message | p.PreEncoded, request_id: int) -> bytes:
     if isinstance(message, p.PreEncoded):
         return message.frame(request_id)
     message.id = request_id

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker import protocol as p
+from worker import wire as p
 from worker.dags import find_task
 from worker.process import (
     _PRCTL,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from tradewind.settings import get_settings
-from worker import protocol as p
+from worker import wire as p
 from worker.xcom.base import Lookups, XComAddress, XComBackend
 from worker.xcom.configured import make_backend
 from worker.xcom.sql import SqlXComBackend

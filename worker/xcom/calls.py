@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from worker import protocol as p
+from worker import wire as p
 from worker.xcom.base import XComAddress, XComBackend, XComBackendError
 
 Finish = Callable[[p.XComBackendResult], None]

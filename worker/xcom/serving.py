@@ -22,8 +22,9 @@ from state.models import XCom
 from state.transitions import TryFenced, assert_fence
 from state.values import TIKey, database_max_value_bytes, read_xcom, read_xcoms, write_xcom
 from tradewind.xcom_arg import XComArg
-from worker import protocol as p
+from worker import wire as p
 from worker.background import Outcome
+from worker.request_table import handles
 from worker.task_runner.mapping import arguments_at, items_of
 from worker.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
@@ -55,7 +56,7 @@ def details_at_start(ctx: TryContext) -> p.TaskDetails | None:
     return _with_arguments(ctx, xcoms.arguments)
 
 
-def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p._Message | None:
+def start_try(ctx: TryContext, request: p.GetTaskDetails) -> p.Message | None:
     """Purge the stale XComs, resolve a runtime task's arguments, then send ``TaskDetails``.
 
     The task waits for this reply before it does anything, so nothing it pushes can race the
@@ -111,7 +112,7 @@ def _details(
     failures: list[str],
     found: dict[tuple[str, str], tuple[list[p.XComItem], bool]],
     result: p.XComBackendResult,
-) -> p._Message:
+) -> p.Message:
     if failures:
         raise XComBackendError(f"could not purge an XCom an earlier try left: {failures[0]}")
     values = iter(result_value(result) or [])
@@ -168,7 +169,8 @@ def _stored_items(
     return items, mapped
 
 
-def get_xcom(ctx: TryContext, request: p.GetXCom) -> p._Message | None:
+@handles
+def get_xcom(ctx: TryContext, request: p.GetXCom) -> p.Message | None:
     def read() -> tuple[list[p.XComItem], bool]:
         with session_scope(ctx.url) as session:
             return _stored_items(session, ctx.ti, request.task_id, request.key, request.map_index)
@@ -182,7 +184,7 @@ def get_xcom(ctx: TryContext, request: p.GetXCom) -> p._Message | None:
 
 def _load(
     ctx: TryContext, request: p.GetXCom, items: list[p.XComItem], mapped: bool
-) -> p._Message | None:
+) -> p.Message | None:
     if not items:
         return p.XComResult(found=False)
     indexes = [one.map_index for one in items] if mapped else None
@@ -194,14 +196,15 @@ def _load(
     return None
 
 
-def _xcom_result(result: p.XComBackendResult, indexes: list[int] | None) -> p._Message:
+def _xcom_result(result: p.XComBackendResult, indexes: list[int] | None) -> p.Message:
     values = result_value(result)
     if indexes is None:
         return p.XComResult(found=True, value=values[0])
     return p.XComResult(found=True, value=values, map_indexes=indexes)
 
 
-def set_xcom(ctx: TryContext, request: p.SetXCom) -> p._Message | None:
+@handles
+def set_xcom(ctx: TryContext, request: p.SetXCom) -> p.Message | None:
     where = _address(ctx.ti, request.key)
 
     def stored(result: p.XComBackendResult) -> None:
@@ -216,7 +219,7 @@ def set_xcom(ctx: TryContext, request: p.SetXCom) -> p._Message | None:
     return None
 
 
-def _write_row(ctx: TryContext, where: XComAddress, row: Any) -> p._Message:
+def _write_row(ctx: TryContext, where: XComAddress, row: Any) -> p.Message:
     text = json.dumps(row, allow_nan=False, separators=(",", ":"))
     size, limit = len(text.encode()), database_max_value_bytes(ctx.url)
     if size > limit:

@@ -19,8 +19,8 @@ from state.enums import DagRunState, TaskInstanceState
 from state.models import DagRun, TaskStateValue, XCom
 from state.runs import clear_task_instances
 from tests.worker.iterable_support import Stack, add_iterate_dag
-from worker import protocol as p
 from worker import requests
+from worker import wire as p
 from worker.try_context import TryContext
 
 TI = TaskInstanceState
@@ -117,7 +117,7 @@ def test_a_retry_that_cannot_read_the_store_fails_before_any_item(
     stack.execute_queued(stop_after=("square", 1))
     calls_after_first_try = lines(stack, "calls")
 
-    def unreadable(ctx: TryContext, request: p.ReadCheckpointBatches) -> p._Message:
+    def unreadable(ctx: TryContext, request: p.ReadCheckpointBatches) -> p.Message:
         raise OperationalError("SELECT", {}, Exception("the database is unreachable"))
 
     monkeypatch.setitem(requests.HANDLERS, p.ReadCheckpointBatches, unreadable)

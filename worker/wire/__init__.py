@@ -1,0 +1,165 @@
+"""The wire: every message the worker's processes exchange, one module per channel.
+
+The bottom of ``worker/`` (DESIGN.md §2): the task process, the fork server and its spares, the
+backend helper and the supervisor all import it, so it imports nothing of Tradewind but itself,
+only pydantic and the standard library. Callers import this face (``from worker import wire``).
+
+- ``framing.py``: the message base (``Message``) and frames, shared by every channel;
+- ``task.py``: a task process and its supervisor during a try (docs/protocol.md §1-§3), with
+  ``PROTOCOL_VERSION``;
+- ``helper.py``: the backend helper process and its supervisor (§4);
+- ``fork_server.py``: a supervisor and its slot's fork server (§5);
+- ``warm.py``: a supervisor and one spare or warm task process, between its tries (§5).
+
+Each module's docstring states its channel's rules and why. The task's channel is what runtime
+clients in other languages speak too (docs/protocol.md): its ``type`` literals, fields and framing
+are a contract, whichever module a class lives in.
+"""
+
+from __future__ import annotations
+
+from worker.wire.fork_server import (
+    FROM_FORK_SERVER,
+    TO_FORK_SERVER,
+    ForkSpare,
+    FromForkServer,
+    SpareReady,
+    SpareTaken,
+    TaskProcessExited,
+    ToForkServer,
+)
+from worker.wire.framing import (
+    MAX_FRAME_BYTES,
+    FrameBuffer,
+    Message,
+    PreEncoded,
+    ProtocolError,
+    encode,
+    read_exactly,
+    read_frame,
+)
+from worker.wire.helper import (
+    FROM_HELPER,
+    TO_HELPER,
+    AwaitXComBackendCall,
+    FromHelper,
+    ToHelper,
+    XComBackendCall,
+    XComBackendResult,
+    XComItem,
+)
+from worker.wire.task import (
+    PROTOCOL_VERSION,
+    TO_SUPERVISOR,
+    TO_TASK,
+    AssetEventsResult,
+    CheckpointBatchesResult,
+    ClearCheckpointBatches,
+    ClearStateValues,
+    ConnectionResult,
+    DeleteAssetStateValue,
+    DeleteStateValue,
+    ErrorResponse,
+    FailTask,
+    GetAssetEvents,
+    GetAssetStateValue,
+    GetConnection,
+    GetStateValue,
+    GetTaskDetails,
+    GetVariable,
+    GetXCom,
+    MaskSecret,
+    OKResponse,
+    ReadCheckpointBatches,
+    RescheduleTask,
+    SetAssetStateValue,
+    SetItemsTotal,
+    SetStateValue,
+    SetXCom,
+    SkipTask,
+    StateValueResult,
+    SucceedTask,
+    TaskDetails,
+    ToSupervisor,
+    ToTask,
+    VariableResult,
+    WriteCheckpointBatch,
+    WriteCheckpointMarker,
+    XComResult,
+)
+from worker.wire.warm import (
+    FROM_WARM_TASK_PROCESS,
+    FromWarmTaskProcess,
+    StartTaskProcess,
+    TaskProcessExiting,
+    TaskProcessIdle,
+)
+
+__all__ = [
+    "FROM_FORK_SERVER",
+    "FROM_HELPER",
+    "FROM_WARM_TASK_PROCESS",
+    "MAX_FRAME_BYTES",
+    "PROTOCOL_VERSION",
+    "TO_FORK_SERVER",
+    "TO_HELPER",
+    "TO_SUPERVISOR",
+    "TO_TASK",
+    "AssetEventsResult",
+    "AwaitXComBackendCall",
+    "CheckpointBatchesResult",
+    "ClearCheckpointBatches",
+    "ClearStateValues",
+    "ConnectionResult",
+    "DeleteAssetStateValue",
+    "DeleteStateValue",
+    "ErrorResponse",
+    "FailTask",
+    "ForkSpare",
+    "FrameBuffer",
+    "FromForkServer",
+    "FromHelper",
+    "FromWarmTaskProcess",
+    "GetAssetEvents",
+    "GetAssetStateValue",
+    "GetConnection",
+    "GetStateValue",
+    "GetTaskDetails",
+    "GetVariable",
+    "GetXCom",
+    "MaskSecret",
+    "Message",
+    "OKResponse",
+    "PreEncoded",
+    "ProtocolError",
+    "ReadCheckpointBatches",
+    "RescheduleTask",
+    "SetAssetStateValue",
+    "SetItemsTotal",
+    "SetStateValue",
+    "SetXCom",
+    "SkipTask",
+    "SpareReady",
+    "SpareTaken",
+    "StartTaskProcess",
+    "StateValueResult",
+    "SucceedTask",
+    "TaskDetails",
+    "TaskProcessExited",
+    "TaskProcessExiting",
+    "TaskProcessIdle",
+    "ToForkServer",
+    "ToHelper",
+    "ToSupervisor",
+    "ToTask",
+    "VariableResult",
+    "WriteCheckpointBatch",
+    "WriteCheckpointMarker",
+    "XComBackendCall",
+    "XComBackendResult",
+    "XComItem",
+    "XComResult",
+    "encode",
+    "read_exactly",
+    "read_frame",
+]
