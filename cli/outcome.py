@@ -10,11 +10,11 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from cli.render import print_task_instances, task_instance_records
+from cli.store import get_run, items_of, leaf_task_ids, return_values, task_instances
 from state.db import session_scope
 from state.models import DagModel
 from state.structure import structure_of
-from tradewind.cli.render import print_task_instances, task_instance_records
-from tradewind.cli.store import get_run, items_of, leaf_task_ids, return_values, task_instances
 
 
 def print_outcome(console: Console, url: str, dag_id: str, run_id: str) -> None:

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from tradewind.cli import (
+from cli import (
     api_server,
     assets,
     broker,
@@ -20,7 +20,7 @@ from tradewind.cli import (
     users,
     variables,
 )
-from tradewind.cli.common import settings_or_exit, setup_logging
+from cli.common import settings_or_exit, setup_logging
 
 try:  # typer >= 0.22 raises the usage errors of its own copy of click
     from typer._click.exceptions import UsageError

@@ -15,6 +15,10 @@ from typing import Any
 from sqlalchemy import select
 
 from broker_config import message_of
+from cli.common import fail, setup_logging
+from cli.inline import print_try_log, try_error
+from cli.render import make_console, state_text
+from cli.store import check_conf, open_store, sync_folder
 from state.db import session_scope
 from state.enums import DagRunState, TaskInstanceState
 from state.hand_over import queued_values
@@ -23,10 +27,6 @@ from state.runs import RunExists, UnknownDag, create_run, mark_run_started
 from state.scheduling import Enqueue
 from state.structure import structure_of
 from state.transitions import transition_run, transition_tis, transition_tis_returning
-from tradewind.cli.common import fail, setup_logging
-from tradewind.cli.inline import print_try_log, try_error
-from tradewind.cli.render import make_console, state_text
-from tradewind.cli.store import check_conf, open_store, sync_folder
 from tradewind.settings import Settings
 from worker.execute import execute
 

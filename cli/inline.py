@@ -18,16 +18,16 @@ from rich.text import Text
 from sqlalchemy import select
 
 from broker_config import message_of
+from cli.common import EXIT_BAD_INPUT, fail, setup_logging
+from cli.outcome import print_outcome
+from cli.render import make_console, state_text
+from cli.store import check_conf, first_line, open_store, sync_folder
+from cli.watch import POLL_SECONDS, RUN_FINISHED
 from state.db import session_scope
 from state.enums import ACTIVE, WAITING_FOR_TIME, TaskInstanceState
 from state.models import DagRun, TaskInstance, utcnow
 from state.runs import RunExists, UnknownDag, create_run
 from state.scheduling import Enqueue, schedule_run_by_pk
-from tradewind.cli.common import EXIT_BAD_INPUT, fail, setup_logging
-from tradewind.cli.outcome import print_outcome
-from tradewind.cli.render import make_console, state_text
-from tradewind.cli.store import check_conf, first_line, open_store, sync_folder
-from tradewind.cli.watch import POLL_SECONDS, RUN_FINISHED
 from tradewind.settings import Settings
 from worker.execute import execute
 from worker.logs import log_path

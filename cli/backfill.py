@@ -15,13 +15,13 @@ from typing import Annotated
 import typer
 from sqlalchemy import select
 
+from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
+from cli.store import open_store, sync_folder
 from state.backfills import BackfillRequest, InvalidBackfill, create_backfill
 from state.db import session_scope
 from state.enums import DagRunState
 from state.models import DagRun
 from state.runs import UnknownDag
-from tradewind.cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
-from tradewind.cli.store import open_store, sync_folder
 
 _ENDED = (DagRunState.SUCCESS, DagRunState.FAILED)
 

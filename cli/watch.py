@@ -16,13 +16,13 @@ from rich.live import Live
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from cli.render import RunProgress
+from cli.store import is_iterable, items_of
 from state.db import session_scope
 from state.enums import DagRunState
 from state.models import DagModel, DagRun, TaskInstance
 from state.progress import ItemsProgress
 from state.structure import TaskSpec, structures_of
-from tradewind.cli.render import RunProgress
-from tradewind.cli.store import is_iterable, items_of
 
 RUN_FINISHED = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
 POLL_SECONDS = 0.5

@@ -7,14 +7,14 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.assets import event_record
+from cli.common import settings_or_exit
+from cli.render import make_console, print_task_instances, task_instance_records
+from cli.store import get_run, items_of, open_store, task_instances
 from state.assets import list_events
 from state.db import session_scope
 from state.models import DagModel, DagRun
 from state.structure import structure_of
-from tradewind.cli.assets import event_record
-from tradewind.cli.common import settings_or_exit
-from tradewind.cli.render import make_console, print_task_instances, task_instance_records
-from tradewind.cli.store import get_run, items_of, open_store, task_instances
 
 app = typer.Typer(help="Inspect DAG runs.", no_args_is_help=True)
 

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import typer
 
+from cli.common import fail
+from cli.store import get_run
+from cli.watch import POLL_SECONDS
 from state.db import session_scope
 from state.enums import ACTIVE
 from state.models import TaskInstance
 from state.run_listing import NotFound, get_task_instance
 from state.values import TIKey as StoreKey
-from tradewind.cli.common import fail
-from tradewind.cli.store import get_run
-from tradewind.cli.watch import POLL_SECONDS
 from tradewind.settings import Settings
 from worker.logs import log_path
 

@@ -9,24 +9,24 @@ from typing import Annotated, Any
 import typer
 from sqlalchemy import select
 
-from state.db import session_scope
-from state.models import DagImportError, DagModel
-from state.runs import RunExists, UnknownDag, create_run
-from state.structure import DagStructure, parse_structure
-from tradewind.cli.backfill import backfill
-from tradewind.cli.common import fail, parse_conf, settings_or_exit
-from tradewind.cli.graph import dag_dot, dag_tree
-from tradewind.cli.outcome import print_outcome
-from tradewind.cli.pause import pause, unpause
-from tradewind.cli.render import (
+from cli.backfill import backfill
+from cli.common import fail, parse_conf, settings_or_exit
+from cli.graph import dag_dot, dag_tree
+from cli.outcome import print_outcome
+from cli.pause import pause, unpause
+from cli.render import (
     dag_record,
     dags_table,
     import_error_record,
     import_errors_table,
     make_console,
 )
-from tradewind.cli.store import check_conf, open_store, sync_folder
-from tradewind.cli.watch import WatchAborted, watch_run
+from cli.store import check_conf, open_store, sync_folder
+from cli.watch import WatchAborted, watch_run
+from state.db import session_scope
+from state.models import DagImportError, DagModel
+from state.runs import RunExists, UnknownDag, create_run
+from state.structure import DagStructure, parse_structure
 from tradewind.loader import DagBag
 from tradewind.settings import Settings
 
@@ -170,7 +170,7 @@ def test_dag(
 ) -> None:
     """Run one DagRun in this process with no broker or scheduler (like `airflow dags test`)."""
     # Imported here: the worker brings Celery (a second of start-up) with it.
-    from tradewind.cli.inline import run_inline
+    from cli.inline import run_inline
 
     parsed_conf = parse_conf(conf)
     settings = settings_or_exit()

@@ -16,6 +16,8 @@ from sqlalchemy import make_url, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from cli.common import EXIT_BAD_INPUT, fail
+from cli.graph import upstream_first
 from state.db import schema_revision, session_scope
 from state.models import SCHEMA_REVISION, DagModel, DagRun, TaskInstance, XCom
 from state.progress import ItemsProgress, items_progress
@@ -23,8 +25,6 @@ from state.run_listing import NotFound
 from state.run_listing import get_run as run_named
 from state.structure import TaskSpec, structure_of
 from state.values import TIKey
-from tradewind.cli.common import EXIT_BAD_INPUT, fail
-from tradewind.cli.graph import upstream_first
 from tradewind.mapping import ITERATE
 from tradewind.params import ParamValidationError, resolve_params
 from tradewind.settings import Settings
