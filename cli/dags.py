@@ -7,7 +7,6 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy import select
 
 from cli.backfill import backfill
 from cli.common import fail, parse_conf, settings_or_exit
@@ -24,9 +23,9 @@ from cli.render import (
 from cli.store import check_conf, open_store, sync_folder
 from cli.watch import WatchAborted, watch_run
 from state.db import session_scope
-from state.models import DagImportError, DagModel
+from state.listing import all_dags, all_import_errors
 from state.runs import RunExists, UnknownDag, create_run
-from state.structure import DagStructure, parse_structure
+from state.structure import DagStructure, parse_structure, structures_of
 from tradewind.loader import DagBag
 from tradewind.settings import Settings
 
@@ -59,12 +58,11 @@ def list_dags(as_json: JsonFlag = False) -> None:
     url = open_store(settings)
     sync_folder(settings, url)
     with session_scope(url) as session:
-        models = session.scalars(
-            select(DagModel).filter_by(is_active=True).order_by(DagModel.dag_id)
-        )
-        dags = [dag_record(model) for model in models]
-        errors = session.scalars(select(DagImportError).order_by(DagImportError.fileloc))
-        import_errors = [import_error_record(error) for error in errors]
+        models = all_dags(session)
+        # Every DAG's structure in one query, not one per DAG (the listed rows defer it).
+        structures = structures_of(session, {model.dag_id: model.version_hash for model in models})
+        dags = [dag_record(model, structures[model.dag_id]) for model in models]
+        import_errors = [import_error_record(error) for error in all_import_errors(session)]
     if as_json:
         folder = str(settings.resolved_dags_folder)
         document = {"dags_folder": folder, "dags": dags, "import_errors": import_errors}

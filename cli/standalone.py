@@ -37,8 +37,9 @@ from cli.common import EXIT_BAD_INPUT, fail, parse_conf, settings_or_exit, setup
 from cli.dags import create_manual_run
 from cli.outcome import print_outcome
 from cli.render import make_console
-from cli.store import display_url, migrate_store
+from cli.store import migrate_store
 from cli.watch import WatchAborted, watch_run
+from state.db import display_url
 from tradewind.settings import Settings
 
 WORKER_STOP_SECONDS = 10.0

@@ -11,7 +11,7 @@ from cli.common import fail, parse_conf, settings_or_exit
 from cli.logs import follow_log, resolve_log
 from cli.store import get_run, open_store
 from state.db import session_scope
-from state.models import DagModel
+from state.listing import get_dag
 from state.runs import UnknownDag, clear_task_instances
 from state.structure import structure_of
 from tradewind.settings import SettingsError
@@ -60,7 +60,7 @@ def clear(
         fail(str(error))
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
-        dag_model = session.get(DagModel, dag_id)
+        dag_model = get_dag(session, dag_id)
         tasks = structure_of(dag_model).tasks if dag_model else {}
         check_task_ids(dag_id, tasks, task_ids or [])
         try:

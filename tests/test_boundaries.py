@@ -110,6 +110,7 @@ def violations(part: str, banned: tuple[str, ...]) -> list[str]:
         ("worker/task_runner", ("state", "sqlalchemy")),
         ("api", ("worker", "scheduler", "celery")),
         ("tradewind", tuple(part for part in PARTS if part != "tradewind")),
+        ("cli", ("sqlalchemy",)),
     ],
 )
 def test_a_part_never_imports_what_it_must_not(part: str, banned: tuple[str, ...]) -> None:
