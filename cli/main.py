@@ -1,4 +1,6 @@
-"""``tradewind``: the command line, the top floor (it may import every part; none imports it)."""
+"""``tradewind``: the command line, on the roof: it reads and writes through ``state/``'s functions
+as the API does, may import every part, and no part imports it.
+"""
 
 from __future__ import annotations
 
