@@ -127,7 +127,7 @@ def write_dags_folder(wheel: Path, folder: Path, only: list[str] | None = None) 
 
 def run_dag(dag_id: str, env: dict[str, str]) -> tuple[str, str]:
     """``tradewind dags test DAG_ID`` in its own process: its outcome and last error line."""
-    command = [sys.executable, "-m", "tradewind.cli", "dags", "test", dag_id, "--no-logs"]
+    command = [sys.executable, "-m", "cli", "dags", "test", dag_id, "--no-logs"]
     if dag_id in CONF:
         command += ["--conf", json.dumps(CONF[dag_id])]
     try:

@@ -213,9 +213,7 @@ def start_fleet(
         sync_dags(session, dags)
     argv = [*worker_argv("worker", pool), "--loglevel", "INFO"]
     worker = start(argv, env, workdir / "worker.log")
-    scheduler = start(
-        [sys.executable, "-m", "tradewind.cli", "scheduler"], env, workdir / "scheduler.log"
-    )
+    scheduler = start([sys.executable, "-m", "cli", "scheduler"], env, workdir / "scheduler.log")
     return worker, scheduler
 
 
@@ -337,7 +335,7 @@ def watched_fan_out(
     once more unwatched: the watch's cost is its rate against the mean of the two unwatched."""
     primary, secondary = pty.openpty()
     threading.Thread(target=_drain, args=(primary,), daemon=True).start()
-    argv = [sys.executable, "-m", "tradewind.cli", "dags", "trigger", "bench_fanout"]
+    argv = [sys.executable, "-m", "cli", "dags", "trigger", "bench_fanout"]
     watcher = subprocess.Popen(
         [*argv, "--run-id", "watched", "--wait"],
         env={**env, "COLUMNS": "120"},

@@ -279,9 +279,7 @@ def bench_chain(url: str, dags: Path, workdir: Path, length: int) -> dict[str, f
             env,
             log,
         )
-        scheduler = start(
-            [sys.executable, "-m", "tradewind.cli", "scheduler"], env, workdir / "sched.log"
-        )
+        scheduler = start([sys.executable, "-m", "cli", "scheduler"], env, workdir / "sched.log")
         try:
             wait_for(lambda: "ready." in log.read_text(errors="replace"), 60, "the worker")
             with session_scope(url) as session:

@@ -12,10 +12,25 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, exc, inspect
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Engine, exc, inspect, make_url
+from sqlalchemy.orm import Session as Session  # re-exported: what callers type a session as
+from sqlalchemy.orm import sessionmaker
 
 from state.dialects import EngineOptions, statements_for
+
+#: What a store that cannot be reached or read raises (the driver's error, as SQLAlchemy wraps
+#: it): callers outside ``state/`` catch it by this name, never through SQLAlchemy.
+StoreError = exc.SQLAlchemyError
+
+
+def display_url(url: str) -> str:
+    """``url`` with its password hidden, for messages."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def is_sqlite(url: str) -> bool:
+    """Whether ``url`` names a SQLite store (the embedded default)."""
+    return make_url(url).get_backend_name() == "sqlite"
 
 
 def normalize_url(url: str) -> str:

@@ -1,5 +1,6 @@
 """The listings the API server pages through: DAGs, import errors, run counts, pools,
-variables and connections. Each is one query for the page and one for the total.
+variables and connections. Each is one query for the page and one for the total; the CLI lists
+every DAG and import error at once (``all_dags``, ``all_import_errors``), with the same filter.
 
 Filters are the ones Airflow's REST API takes where Tradewind has the concept; a ``pattern``
 matches anywhere in the name (SQL ``LIKE``, ``%`` and ``_`` escaped), as Airflow's do.
@@ -12,7 +13,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, select
+from sqlalchemy import ColumnElement, Row, Select, func, select
 from sqlalchemy.orm import Session, defer
 
 from state.enums import DagRunState, TaskInstanceState
@@ -59,12 +60,10 @@ _DAG_ORDER = {
 }
 
 
-def list_dags(
-    session: Session, page: Page, where: DagFilter = DagFilter()
-) -> tuple[list[DagModel], int]:
+def _dags(where: DagFilter) -> Select[DagModel]:
     # The structure is read through ``structure_of`` (once per version), never with the row: a
     # DAG of 5,000 tasks would decode its JSON on every list otherwise.
-    query = (
+    return (
         select(DagModel)
         .options(defer(DagModel.structure))
         .where(
@@ -75,8 +74,18 @@ def list_dags(
             )
         )
     )
-    rows, total = page_of(session, query, page, _DAG_ORDER, ["dag_id"])
+
+
+def list_dags(
+    session: Session, page: Page, where: DagFilter = DagFilter()
+) -> tuple[list[DagModel], int]:
+    rows, total = page_of(session, _dags(where), page, _DAG_ORDER, ["dag_id"])
     return [row[0] for row in rows], total
+
+
+def all_dags(session: Session, where: DagFilter = DagFilter()) -> list[DagModel]:
+    """Every DAG the filter keeps, by id, unpaged: what ``tradewind dags list`` prints."""
+    return list(session.scalars(_dags(where).order_by(DagModel.dag_id)))
 
 
 def get_dag(session: Session, dag_id: str) -> DagModel | None:
@@ -113,6 +122,11 @@ def list_import_errors(
     )
     rows, total = page_of(session, query, page, _IMPORT_ERROR_ORDER, ["id"])
     return [row[0] for row in rows], total
+
+
+def all_import_errors(session: Session) -> list[DagImportError]:
+    """Every file that fails to import, by path, unpaged: what ``tradewind dags list`` prints."""
+    return list(session.scalars(select(DagImportError).order_by(DagImportError.fileloc)))
 
 
 def get_import_error(session: Session, error_id: int) -> DagImportError | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from state.checkpoints import CHECKPOINT_PREFIX, MARKER_KEY, batch_number
 from state.models import TaskInstance, TaskStateValue
 from state.objects import STATE_OBJECT_KEY
+from state.structure import TaskSpec
 from state.values import TIKey
 
 
@@ -42,6 +43,35 @@ class ItemsProgress:
     @property
     def finished(self) -> int:
         return self.done + self.failed + self.skipped
+
+
+def iterable_task_ids(tasks: Mapping[str, TaskSpec]) -> list[str]:
+    """The tasks of a DAG structure that iterate their items (``.iterate``, ``.batch().iterate``):
+    only their task instances have items to count."""
+    return [
+        task_id
+        for task_id, spec in tasks.items()
+        if spec.mapping is not None and spec.mapping.kind == "iterate"
+    ]
+
+
+def items_of_run(
+    session: Session,
+    dag_id: str,
+    run_id: str,
+    tis: Iterable[tuple[str, int]],
+    tasks: Mapping[str, TaskSpec],
+) -> dict[TIKey, ItemsProgress]:
+    """The item progress of the iterable ones among a run's task instances (``tis``: task id,
+    map index; ``tasks``: the DAG structure's), in two queries whatever their number of items.
+    """
+    iterable = set(iterable_task_ids(tasks))
+    keys = [
+        TIKey(dag_id, run_id, task_id, map_index)
+        for task_id, map_index in tis
+        if task_id in iterable
+    ]
+    return items_progress(session, keys)
 
 
 def items_progress(session: Session, ti_keys: Sequence[TIKey]) -> dict[TIKey, ItemsProgress]:

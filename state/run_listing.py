@@ -1,4 +1,5 @@
-"""Reading runs, task instances, XComs and state values for the API server, a page at a time.
+"""Reading runs, task instances, XComs and state values for the API server, a page at a time
+(and for the CLI, which shows a run's task instances whole: ``run_task_instances``).
 
 A task instance comes with its run's ``logical_date`` and ``created_at`` (Airflow's
 ``run_after``), read by one join: a page of task instances is one query whatever the run's size.
@@ -172,6 +173,19 @@ def _ti_conditions(dag_id: str, run_id: str, where: TIFilter) -> list[ColumnElem
         TaskInstance.map_index.in_(list(where.map_indexes)) if where.map_indexes else None,
     ]
     return [c for c in conditions if c is not None]
+
+
+def run_task_instances(session: Session, run: DagRun) -> list[TaskInstance]:
+    """Every task instance of ``run``, unpaged and unordered: the CLI shows a run whole."""
+    query = select(TaskInstance).where(
+        TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id
+    )
+    return list(session.scalars(query))
+
+
+def task_instance_by_id(session: Session, ti_id: int) -> TaskInstance | None:
+    """The task instance whose primary key is ``ti_id`` (a try's message names it so)."""
+    return session.get(TaskInstance, ti_id)
 
 
 def get_task_instance(session: Session, key: TIKey) -> TIRow:

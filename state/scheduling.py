@@ -318,3 +318,23 @@ def _decide_successor(
         return []  # it waits for another upstream
     transition_tis(session, decisions.schedule, [TI.NONE], TI.SCHEDULED)
     return [Enqueue.of(ti) for ti in _queue(session, decisions.schedule, utcnow())]
+
+
+def queue_task_alone(session: Session, run: DagRun, task_id: str) -> Enqueue:
+    """Start ``run`` with only ``task_id`` left in it, its first try queued; that try.
+
+    ``tradewind tasks test`` runs one task whatever its upstream tasks did: the run's other task
+    instances are marked ``removed``, so no scheduler ever runs them.
+    """
+    mark_run_started(session, run)
+    rows = session.execute(
+        select(TaskInstance.id, TaskInstance.task_id).where(
+            TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id
+        )
+    ).all()
+    others = [row.id for row in rows if row.task_id != task_id]
+    transition_tis(session, others, [TI.NONE], TI.REMOVED)
+    [target] = [row.id for row in rows if row.task_id == task_id]
+    transition_tis(session, [target], [TI.NONE], TI.SCHEDULED)
+    [queued] = _queue(session, [target], utcnow())
+    return Enqueue.of(queued)

@@ -5,7 +5,9 @@
 - ``broker_config/`` imports no other part of Tradewind;
 - ``api/`` (the API server) imports ``state/``, ``broker_config/`` and the authoring API, never
   the worker nor the scheduler;
-- no part imports the CLI (``tradewind.cli``), the top floor;
+- ``tradewind/`` (the authoring API) imports no other part, directly or through what it imports;
+- no part imports the CLI (``cli/``), the roof; the CLI writes no SQL of its own: it imports no
+  SQLAlchemy, and reads and writes through ``state/``'s functions as the API does;
 - the worker's modules import one another without a cycle;
 - the wire (``worker/wire/``), which every process of the worker loads, imports nothing of
   Tradewind but itself;
@@ -31,7 +33,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config", "api")
+PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config", "api", "cli")
+#: The parts below the CLI (all of them but the roof itself).
+FLOORS = tuple(part for part in PARTS if part != "cli")
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ def violations(part: str, banned: tuple[str, ...]) -> list[str]:
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
         ("worker/task_runner", ("state", "sqlalchemy")),
         ("api", ("worker", "scheduler", "celery")),
+        ("tradewind", tuple(part for part in PARTS if part != "tradewind")),
+        ("cli", ("sqlalchemy",)),
     ],
 )
 def test_a_part_never_imports_what_it_must_not(part: str, banned: tuple[str, ...]) -> None:
@@ -126,16 +132,9 @@ def test_the_wire_imports_nothing_of_tradewind_but_itself() -> None:
     assert found == []
 
 
-@pytest.mark.parametrize("part", PARTS)
+@pytest.mark.parametrize("part", FLOORS)
 def test_no_part_imports_the_cli(part: str) -> None:
-    files = [p for p in files_of(part) if not is_within(module_name(p), "tradewind.cli")]
-    found = [
-        f"{path.relative_to(ROOT)}:{imp.lineno}"
-        for path in files
-        for imp in imports_of(path)
-        if is_within(imp.module, "tradewind.cli")
-    ]
-    assert found == []
+    assert violations(part, ("cli",)) == []
 
 
 def first_party_file(module: str) -> Path | None:
@@ -165,6 +164,8 @@ def reached_from(start: str) -> Iterator[str]:
 
 
 TASK_RUNNER_MODULES = [module_name(path) for path in files_of("worker/task_runner")]
+AUTHORING_MODULES = [module_name(path) for path in files_of("tradewind")]
+OTHER_THAN_AUTHORING = tuple(part for part in PARTS if part != "tradewind")
 # What a task process must never load: the SQL store, its driver layer, the supervisor's parts.
 TASK_PROCESS_BANS = ("state", "sqlalchemy", "scheduler", "celery", "kombu")
 
@@ -178,9 +179,9 @@ TASK_PROCESS_BANS = ("state", "sqlalchemy", "scheduler", "celery", "kombu")
         ("scheduler.loop", ("worker",)),
         ("worker.execute", ("scheduler",)),
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
-        ("api.app", ("worker", "scheduler", "celery", "tradewind.cli")),
-        # The task process imports the authoring API: it must not bring SQL along.
-        ("tradewind", ("tradewind.cli", "state", "sqlalchemy")),
+        ("api.app", ("worker", "scheduler", "celery", "cli")),
+        # The task process imports the authoring API: it must bring no other part nor SQL along.
+        *((module, (*OTHER_THAN_AUTHORING, "sqlalchemy")) for module in AUTHORING_MODULES),
     ],
 )
 def test_what_a_module_pulls_in_at_import_keeps_the_boundaries(
@@ -234,6 +235,23 @@ def test_importing_the_task_side_in_a_fresh_interpreter_loads_no_sql() -> None:
     loaded = json.loads(done.stdout)
     assert "worker.task_runner.runner" in loaded
     assert [m for m in loaded if any(is_within(m, name) for name in TASK_PROCESS_BANS)] == []
+
+
+def test_importing_the_authoring_api_in_a_fresh_interpreter_loads_no_other_part() -> None:
+    """What DAG authors import stands alone: no module of it brings the store, the worker, the
+    scheduler, the broker's contract, the API server or the CLI into their process."""
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {AUTHORING_MODULES!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(done.stdout)
+    assert "tradewind.dag" in loaded
+    assert [m for m in loaded if any(is_within(m, part) for part in OTHER_THAN_AUTHORING)] == []
 
 
 def import_cycle(paths: list[Path], root: Path = ROOT) -> list[str]:

@@ -1,7 +1,7 @@
 """Fixtures of the CLI tests: a DAGs folder, a fresh ``TRADEWIND_HOME``, two ways to run commands.
 
 ``cli`` runs a command in this process (typer's ``CliRunner``) with the test's settings;
-``run_cli`` runs ``python -m tradewind.cli`` as a real process, for the commands that fork
+``run_cli`` runs ``python -m cli`` as a real process, for the commands that fork
 tasks or start a worker, and to see exactly what a user's terminal would.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from tradewind.cli.main import app
+from cli.main import app
 from tradewind.settings import ENV_PREFIX, reload_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dags"
@@ -134,13 +134,13 @@ def process_env(cli_env: CliEnv, extra: dict[str, str] | None = None) -> dict[st
 
 
 def tradewind(*args: str) -> list[str]:
-    return [sys.executable, "-m", "tradewind.cli", *args]
+    return [sys.executable, "-m", "cli", *args]
 
 
 def run_tradewind(
     cli_env: CliEnv, *args: str, extra_env: dict[str, str] | None = None, timeout: float = 90
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m tradewind.cli <args>`` to its end, output captured."""
+    """Run ``python -m cli <args>`` to its end, output captured."""
     return subprocess.run(
         tradewind(*args),
         env=process_env(cli_env, extra_env),
@@ -153,7 +153,7 @@ def run_tradewind(
 
 @pytest.fixture
 def run_cli(env: CliEnv) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run ``python -m tradewind.cli <args>`` as a process with the test's environment."""
+    """Run ``python -m cli <args>`` as a process with the test's environment."""
 
     def run(
         *args: str, extra_env: dict[str, str] | None = None, timeout: float = 90
@@ -165,7 +165,7 @@ def run_cli(env: CliEnv) -> Callable[..., subprocess.CompletedProcess[str]]:
 
 @contextlib.contextmanager
 def started(cli_env: CliEnv, *args: str) -> Iterator[subprocess.Popen[str]]:
-    """``python -m tradewind.cli <args>`` running; stopped (if need be) and reaped afterwards."""
+    """``python -m cli <args>`` running; stopped (if need be) and reaped afterwards."""
     process = subprocess.Popen(
         tradewind(*args),
         env=process_env(cli_env),

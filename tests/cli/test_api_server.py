@@ -7,9 +7,9 @@ from collections.abc import Callable
 import pytest
 from typer.testing import CliRunner, Result
 
+from cli.main import app
 from state.db import session_scope
 from state.users import get_user
-from tradewind.cli.main import app
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

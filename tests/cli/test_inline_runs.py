@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
+from cli.logs import follow_log, resolve_log
 from state.db import session_scope
 from state.models import TaskInstance
-from tradewind.cli.logs import follow_log, resolve_log
 from tradewind.settings import get_settings
 from worker.logs import log_path
 

@@ -1,5 +1,5 @@
 """``tradewind dags pause/unpause`` and ``tradewind pools``, on a local Typer app (the commands
-live in tradewind/cli/pause.py and tradewind/cli/pools.py)."""
+live in cli/pause.py and cli/pools.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cli import pause, pools
 from tests.state.harness import Home, tradewind_home
-from tradewind.cli import pause, pools
 
 DAG = """
 from tradewind import dag, task

@@ -16,10 +16,10 @@ from rich.console import Console
 from sqlalchemy import event
 from typer.testing import Result
 
+from cli.render import RunProgress
+from cli.watch import read_progress
 from state.db import get_engine
 from state.progress import ItemsProgress
-from tradewind.cli.render import RunProgress
-from tradewind.cli.watch import read_progress
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

@@ -16,9 +16,9 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select
 
+from cli.standalone import WORKER_STOP_SECONDS
 from state.db import session_scope
 from state.models import TaskInstance
-from tradewind.cli.standalone import WORKER_STOP_SECONDS
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv, processes_using, run_tradewind, started

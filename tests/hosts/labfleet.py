@@ -89,7 +89,7 @@ class HostsFleet:
         return self._start(host, argv)
 
     def start_scheduler(self, host: str) -> Popen:
-        return self._start(host, [sys.executable, "-m", "tradewind.cli", "scheduler"])
+        return self._start(host, [sys.executable, "-m", "cli", "scheduler"])
 
     def _start(self, host: str, argv: list[str]) -> Popen:
         self.started[host] = self.lab.start(host, argv, self.env(host), self.log_path(host))

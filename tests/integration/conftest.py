@@ -78,7 +78,7 @@ class Fleet:
         )
 
     def start_scheduler(self, name: str = "scheduler") -> subprocess.Popen[bytes]:
-        return self.start(name, [sys.executable, "-m", "tradewind.cli", "scheduler"])
+        return self.start(name, [sys.executable, "-m", "cli", "scheduler"])
 
     def log(self, name: str) -> str:
         return (self.home / f"{name}.log").read_text(errors="replace")

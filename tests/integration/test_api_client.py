@@ -74,7 +74,7 @@ def _declare_large_body(base: str, path: str, headers: dict[str, str]) -> tuple[
 
 def _serve(make_fleet: Callable[..., Fleet], dags: Path) -> tuple[Fleet, str]:
     fleet = make_fleet(dags)
-    tradewind = [sys.executable, "-m", "tradewind.cli"]
+    tradewind = [sys.executable, "-m", "cli"]
     create = [*tradewind, "users", "create", "--username", "admin", "--password", PASSWORD]
     subprocess.run([*create, "--role", "admin"], env=fleet.env, check=True, timeout=60)
     port = _free_port()

@@ -39,7 +39,7 @@ def _worker_ready(fleet: Fleet) -> None:
 
 def _dead_letters(fleet: Fleet) -> list[dict[str, object]]:
     listed = subprocess.run(
-        [sys.executable, "-m", "tradewind.cli", "broker", "dead-letters", "--json"],
+        [sys.executable, "-m", "cli", "broker", "dead-letters", "--json"],
         env=fleet.env,
         capture_output=True,
         text=True,

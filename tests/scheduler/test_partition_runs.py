@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from api.models.dag_runs import dag_run_response
 from broker_config import message_of
+from cli.runs import run_record
 from scheduler import loop
 from scheduler.asset_runs import create_asset_triggered_runs
 from scheduler.partition_runs import partition_run_id
@@ -25,7 +26,6 @@ from state.db import session_scope
 from state.models import DagRun, PartitionDagRun, PartitionEventQueue, PartitionKeyLog, utcnow
 from state.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
-from tradewind.cli.runs import run_record
 from worker.execute import execute
 
 DAGS = """

@@ -23,7 +23,7 @@ def _drive(home: Home, run_id: str) -> subprocess.CompletedProcess[str]:
         "TRADEWIND_HOME": str(home.settings.resolved_home),
         "TRADEWIND_DAGS_FOLDER": str(home.dags),
     }
-    argv = [sys.executable, "-m", "tradewind.cli", "dags", "test", "etl", "--run-id", run_id]
+    argv = [sys.executable, "-m", "cli", "dags", "test", "etl", "--run-id", run_id]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 

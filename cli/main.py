@@ -1,4 +1,6 @@
-"""``tradewind``: the command line, the top floor (it may import every part; none imports it)."""
+"""``tradewind``: the command line, on the roof: it reads and writes through ``state/``'s functions
+as the API does, may import every part, and no part imports it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import sys
 
 import typer
 
-from tradewind.cli import (
+from cli import (
     api_server,
     assets,
     broker,
@@ -20,7 +22,7 @@ from tradewind.cli import (
     users,
     variables,
 )
-from tradewind.cli.common import settings_or_exit, setup_logging
+from cli.common import settings_or_exit, setup_logging
 
 try:  # typer >= 0.22 raises the usage errors of its own copy of click
     from typer._click.exceptions import UsageError

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tradewind.cli.common import fail, settings_or_exit, setup_logging
-from tradewind.cli.store import open_store
+from cli.common import fail, settings_or_exit, setup_logging
+from cli.store import open_store
 from tradewind.settings import Settings, SettingsError
 
 if TYPE_CHECKING:

@@ -12,21 +12,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import select
-
 from broker_config import message_of
+from cli.common import fail, setup_logging
+from cli.inline import print_try_log, try_error
+from cli.render import make_console, state_text
+from cli.store import check_conf, open_store, sync_folder
 from state.db import session_scope
 from state.enums import DagRunState, TaskInstanceState
-from state.hand_over import queued_values
-from state.models import DagModel, TaskInstance, utcnow
-from state.runs import RunExists, UnknownDag, create_run, mark_run_started
-from state.scheduling import Enqueue
+from state.listing import get_dag
+from state.models import utcnow
+from state.runs import RunExists, UnknownDag, create_run
+from state.scheduling import Enqueue, queue_task_alone
 from state.structure import structure_of
-from state.transitions import transition_run, transition_tis, transition_tis_returning
-from tradewind.cli.common import fail, setup_logging
-from tradewind.cli.inline import print_try_log, try_error
-from tradewind.cli.render import make_console, state_text
-from tradewind.cli.store import check_conf, open_store, sync_folder
+from state.transitions import transition_run
 from tradewind.settings import Settings
 from worker.execute import execute
 
@@ -53,7 +51,7 @@ def test_task(settings: Settings, dag_id: str, task_id: str, conf: dict[str, Any
 def queue_alone(url: str, dag_id: str, task_id: str, conf: dict[str, Any]) -> tuple[Enqueue, int]:
     """A test run where only ``task_id`` is left, its first try queued."""
     with session_scope(url) as session:
-        model = session.get(DagModel, dag_id)
+        model = get_dag(session, dag_id)
         spec = structure_of(model).tasks.get(task_id) if model is not None else None
         if model is not None and spec is None:
             fail(f"DAG {dag_id!r} has no task {task_id!r}")
@@ -65,20 +63,7 @@ def queue_alone(url: str, dag_id: str, task_id: str, conf: dict[str, Any]) -> tu
         except (UnknownDag, RunExists) as error:
             fail(str(error))
         session.flush()
-        mark_run_started(session, run)
-        rows = session.execute(
-            select(TaskInstance.id, TaskInstance.task_id).filter_by(
-                dag_id=dag_id, run_id=run.run_id
-            )
-        ).all()
-        others = [row.id for row in rows if row.task_id != task_id]
-        transition_tis(session, others, [TI.NONE], TI.REMOVED)
-        [target] = [row.id for row in rows if row.task_id == task_id]
-        transition_tis(session, [target], [TI.NONE], TI.SCHEDULED)
-        [queued] = transition_tis_returning(
-            session, [target], [TI.SCHEDULED], TI.QUEUED, queued_values(utcnow())
-        )
-        return Enqueue.of(queued), run.id
+        return queue_task_alone(session, run, task_id), run.id
 
 
 def end_run(url: str, run_pk: int, state: str) -> None:

@@ -10,22 +10,23 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from cli.render import print_task_instances, task_instance_records
+from cli.store import get_run, leaf_task_ids, return_values, task_instances
 from state.db import session_scope
-from state.models import DagModel
+from state.listing import get_dag
+from state.progress import items_of_run
 from state.structure import structure_of
-from tradewind.cli.render import print_task_instances, task_instance_records
-from tradewind.cli.store import get_run, items_of, leaf_task_ids, return_values, task_instances
 
 
 def print_outcome(console: Console, url: str, dag_id: str, run_id: str) -> None:
     """The run's task instances, then each leaf task's ``return_value`` (the run's result)."""
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
-        dag_model = session.get(DagModel, dag_id)
+        dag_model = get_dag(session, dag_id)
         tasks = structure_of(dag_model).tasks if dag_model else {}
         tis = task_instances(session, run, tasks)
         pairs = ((ti.task_id, ti.map_index) for ti in tis)
-        items = items_of(session, dag_id, run_id, pairs, tasks)
+        items = items_of_run(session, dag_id, run_id, pairs, tasks)
         records = task_instance_records(tis, items=items)
         results = {tid: return_values(session, run, tid) for tid in leaf_task_ids(tasks)}
         title = f"{dag_id} {run_id}: {run.state}{took(run.start_date, run.end_date)}"

@@ -1,6 +1,6 @@
 """``tradewind pools set/list/delete``: named slot counts that tasks share (``@task(pool=...)``).
 
-Register on the top-level app: ``app.add_typer(pools.app, name="pools")`` (tradewind/cli/main.py).
+Register on the top-level app: ``app.add_typer(pools.app, name="pools")`` (cli/main.py).
 A DAG naming a pool that does not exist is refused at sync with an import error: create the
 pool first, then the DAG is picked up at the next sync.
 """
@@ -12,10 +12,10 @@ from typing import Annotated
 
 import typer
 
+from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
+from cli.store import open_store
 from state.db import session_scope
 from state.pools import delete_pool, pool_usage, set_pool
-from tradewind.cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
-from tradewind.cli.store import open_store
 
 app = typer.Typer(help="Create, list and delete pools.", no_args_is_help=True)
 

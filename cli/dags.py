@@ -7,26 +7,25 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy import select
 
-from state.db import session_scope
-from state.models import DagImportError, DagModel
-from state.runs import RunExists, UnknownDag, create_run
-from state.structure import DagStructure, parse_structure
-from tradewind.cli.backfill import backfill
-from tradewind.cli.common import fail, parse_conf, settings_or_exit
-from tradewind.cli.graph import dag_dot, dag_tree
-from tradewind.cli.outcome import print_outcome
-from tradewind.cli.pause import pause, unpause
-from tradewind.cli.render import (
+from cli.backfill import backfill
+from cli.common import fail, parse_conf, settings_or_exit
+from cli.graph import dag_dot, dag_tree
+from cli.outcome import print_outcome
+from cli.pause import pause, unpause
+from cli.render import (
     dag_record,
     dags_table,
     import_error_record,
     import_errors_table,
     make_console,
 )
-from tradewind.cli.store import check_conf, open_store, sync_folder
-from tradewind.cli.watch import WatchAborted, watch_run
+from cli.store import check_conf, open_store, sync_folder
+from cli.watch import WatchAborted, watch_run
+from state.db import session_scope
+from state.listing import all_dags, all_import_errors
+from state.runs import RunExists, UnknownDag, create_run
+from state.structure import DagStructure, parse_structure, structures_of
 from tradewind.loader import DagBag
 from tradewind.settings import Settings
 
@@ -59,12 +58,11 @@ def list_dags(as_json: JsonFlag = False) -> None:
     url = open_store(settings)
     sync_folder(settings, url)
     with session_scope(url) as session:
-        models = session.scalars(
-            select(DagModel).filter_by(is_active=True).order_by(DagModel.dag_id)
-        )
-        dags = [dag_record(model) for model in models]
-        errors = session.scalars(select(DagImportError).order_by(DagImportError.fileloc))
-        import_errors = [import_error_record(error) for error in errors]
+        models = all_dags(session)
+        # Every DAG's structure in one query, not one per DAG (the listed rows defer it).
+        structures = structures_of(session, {model.dag_id: model.version_hash for model in models})
+        dags = [dag_record(model, structures[model.dag_id]) for model in models]
+        import_errors = [import_error_record(error) for error in all_import_errors(session)]
     if as_json:
         folder = str(settings.resolved_dags_folder)
         document = {"dags_folder": folder, "dags": dags, "import_errors": import_errors}
@@ -170,7 +168,7 @@ def test_dag(
 ) -> None:
     """Run one DagRun in this process with no broker or scheduler (like `airflow dags test`)."""
     # Imported here: the worker brings Celery (a second of start-up) with it.
-    from tradewind.cli.inline import run_inline
+    from cli.inline import run_inline
 
     parsed_conf = parse_conf(conf)
     settings = settings_or_exit()

@@ -1,7 +1,7 @@
 """``tradewind dags pause DAG_ID`` / ``tradewind dags unpause DAG_ID``.
 
 Register on the ``dags`` group: ``app.command("pause")(pause)`` and
-``app.command("unpause")(unpause)`` (tradewind/cli/dags.py).
+``app.command("unpause")(unpause)`` (cli/dags.py).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Annotated
 
 import typer
 
+from cli.common import fail, settings_or_exit
+from cli.store import open_store
 from state.dags import NoSuchDag, set_paused
 from state.db import session_scope
-from tradewind.cli.common import fail, settings_or_exit
-from tradewind.cli.store import open_store
 
 DagId = Annotated[str, typer.Argument(help="The DAG's id.")]
 

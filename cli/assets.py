@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.common import settings_or_exit
+from cli.store import open_store, sync_folder
 from state.assets import EventView, list_assets, list_events
 from state.db import session_scope
-from tradewind.cli.common import settings_or_exit
-from tradewind.cli.store import open_store, sync_folder
 
 app = typer.Typer(help="List assets and their events.", no_args_is_help=True)
 

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import typer
 
+from cli.common import fail
+from cli.store import get_run
+from cli.watch import POLL_SECONDS
 from state.db import session_scope
 from state.enums import ACTIVE
-from state.models import TaskInstance
-from state.run_listing import NotFound, get_task_instance
+from state.run_listing import NotFound, get_task_instance, task_instance_by_id
 from state.values import TIKey as StoreKey
-from tradewind.cli.common import fail
-from tradewind.cli.store import get_run
-from tradewind.cli.watch import POLL_SECONDS
 from tradewind.settings import Settings
 from worker.logs import log_path
 
@@ -67,7 +66,7 @@ def resolve_log(settings: Settings, url: str, key: TIKey, try_number: int | None
 def try_host(url: str, target: LogTarget) -> tuple[bool, str | None]:
     """Whether the target try is still queued or running, and the host running it."""
     with session_scope(url) as session:
-        ti = session.get(TaskInstance, target.ti_id)
+        ti = task_instance_by_id(session, target.ti_id)
         if ti is None or ti.try_number != target.try_number:
             return False, None
         return ti.state in ACTIVE, ti.hostname

@@ -7,14 +7,16 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.assets import event_record
+from cli.common import settings_or_exit
+from cli.render import make_console, print_task_instances, task_instance_records
+from cli.store import get_run, open_store, task_instances
 from state.assets import list_events
 from state.db import session_scope
-from state.models import DagModel, DagRun
+from state.listing import get_dag
+from state.models import DagRun
+from state.progress import items_of_run
 from state.structure import structure_of
-from tradewind.cli.assets import event_record
-from tradewind.cli.common import settings_or_exit
-from tradewind.cli.render import make_console, print_task_instances, task_instance_records
-from tradewind.cli.store import get_run, items_of, open_store, task_instances
 
 app = typer.Typer(help="Inspect DAG runs.", no_args_is_help=True)
 
@@ -31,12 +33,12 @@ def show(
     url = open_store(settings)
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
-        dag_model = session.get(DagModel, dag_id)
+        dag_model = get_dag(session, dag_id)
         order = structure_of(dag_model).tasks if dag_model else None
         document = run_record(run)
         tis = task_instances(session, run, order)
         pairs = ((ti.task_id, ti.map_index) for ti in tis)
-        items = items_of(session, dag_id, run_id, pairs, order or {})
+        items = items_of_run(session, dag_id, run_id, pairs, order or {})
         document["task_instances"] = task_instance_records(tis, items=items)
         events = list_events(session, source_dag_id=dag_id, source_run_id=run_id)
         document["asset_events"] = [event_record(event) for event in reversed(events)]

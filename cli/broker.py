@@ -1,7 +1,7 @@
 """``tradewind broker dead-letters [--json] [--purge]``: the entries the broker could not decode.
 
 Register on the top-level app: ``app.add_typer(broker.app, name="broker")``
-(tradewind/cli/main.py). The transports keep what they refuse (broker_config.dead_letters); this
+(cli/main.py). The transports keep what they refuse (broker_config.dead_letters); this
 shows it, oldest first, and with ``--purge`` removes what it showed.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tradewind.cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
+from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 
 if TYPE_CHECKING:
     from broker_config.dead_letters import DeadLetter

@@ -13,15 +13,14 @@ import time
 from typing import Annotated
 
 import typer
-from sqlalchemy import select
 
+from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
+from cli.store import open_store, sync_folder
 from state.backfills import BackfillRequest, InvalidBackfill, create_backfill
 from state.db import session_scope
 from state.enums import DagRunState
-from state.models import DagRun
+from state.run_following import run_states
 from state.runs import UnknownDag
-from tradewind.cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
-from tradewind.cli.store import open_store, sync_folder
 
 _ENDED = (DagRunState.SUCCESS, DagRunState.FAILED)
 
@@ -72,12 +71,7 @@ def _wait(url: str, dag_id: str, run_ids: list[str]) -> dict[str, str]:
     """Poll until every run has ended (the scheduler runs them); their final states."""
     while True:
         with session_scope(url) as session:
-            rows = session.execute(
-                select(DagRun.run_id, DagRun.state).where(
-                    DagRun.dag_id == dag_id, DagRun.run_id.in_(run_ids)
-                )
-            )
-            states = {run_id: str(state) for run_id, state in rows}
+            states = run_states(session, dag_id, run_ids)
         if all(state in _ENDED for state in states.values()):
             return states
         time.sleep(1.0)

@@ -12,10 +12,10 @@ from typing import Annotated
 
 import typer
 
+from cli.common import fail, settings_or_exit
+from cli.store import open_store
 from state.db import session_scope
 from state.users import NoSuchUser, Role, UserExists, create_user, delete_user, list_users
-from tradewind.cli.common import fail, settings_or_exit
-from tradewind.cli.store import open_store
 
 app = typer.Typer(help="Create, list and delete the API server's users.", no_args_is_help=True)
 

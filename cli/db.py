@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from tradewind.cli.common import settings_or_exit
-from tradewind.cli.store import display_url, migrate_store
+from cli.common import settings_or_exit
+from cli.store import migrate_store
+from state.db import display_url
 
 app = typer.Typer(help="The SQL store's schema.", no_args_is_help=True)
 

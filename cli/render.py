@@ -25,7 +25,7 @@ from rich.text import Text
 from state.enums import FINISHED, WAITING_FOR_TIME
 from state.models import DagImportError, DagModel, TaskInstance, utcnow
 from state.progress import ItemsProgress
-from state.structure import structure_of
+from state.structure import DagStructure
 from state.values import TIKey
 
 #: Width of piped output: wrapping paths and errors at rich's default 80 would break ``grep``.
@@ -173,7 +173,8 @@ def task_instance_records(
 ) -> list[dict[str, Any]]:
     """One JSON-ready mapping per task instance, keyed by the columns' keys.
 
-    ``items`` is the progress of the iterable task instances among ``tis`` (``store.items_of``).
+    ``items`` is the progress of the iterable task instances among ``tis``
+    (``state.progress.items_of_run``).
     """
     context = RowContext(utcnow(), items or {})
     records = []
@@ -219,8 +220,7 @@ def _cell(value: str | Text) -> Text:
 # --- DAGs (``dags list``) ------------------------------------------------------------------
 
 
-def dag_record(model: DagModel) -> dict[str, Any]:
-    structure = structure_of(model)
+def dag_record(model: DagModel, structure: DagStructure) -> dict[str, Any]:
     return {
         "dag_id": model.dag_id,
         "fileloc": model.fileloc,

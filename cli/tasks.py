@@ -7,13 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.common import fail, parse_conf, settings_or_exit
+from cli.logs import follow_log, resolve_log
+from cli.store import get_run, open_store
 from state.db import session_scope
-from state.models import DagModel
+from state.listing import get_dag
 from state.runs import UnknownDag, clear_task_instances
 from state.structure import structure_of
-from tradewind.cli.common import fail, parse_conf, settings_or_exit
-from tradewind.cli.logs import follow_log, resolve_log
-from tradewind.cli.store import get_run, open_store
 from tradewind.settings import SettingsError
 from worker.state_store.purge import state_purger
 from worker.xcom import XComBackendError
@@ -32,7 +32,7 @@ def test(
 ) -> None:
     """Run one task once here, without its upstream tasks (like `airflow tasks test`)."""
     # Imported here: the worker brings Celery (a second of start-up) with it.
-    from tradewind.cli.task_test import test_task
+    from cli.task_test import test_task
 
     state = test_task(settings_or_exit(), dag_id, task_id, parse_conf(conf))
     raise typer.Exit(0 if state in ("success", "skipped") else 1)
@@ -60,7 +60,7 @@ def clear(
         fail(str(error))
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
-        dag_model = session.get(DagModel, dag_id)
+        dag_model = get_dag(session, dag_id)
         tasks = structure_of(dag_model).tasks if dag_model else {}
         check_task_ids(dag_id, tasks, task_ids or [])
         try:

@@ -33,16 +33,17 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from tradewind.cli.common import EXIT_BAD_INPUT, fail, parse_conf, settings_or_exit, setup_logging
-from tradewind.cli.dags import create_manual_run
-from tradewind.cli.outcome import print_outcome
-from tradewind.cli.render import make_console
-from tradewind.cli.store import display_url, migrate_store
-from tradewind.cli.watch import WatchAborted, watch_run
+from cli.common import EXIT_BAD_INPUT, fail, parse_conf, settings_or_exit, setup_logging
+from cli.dags import create_manual_run
+from cli.outcome import print_outcome
+from cli.render import make_console
+from cli.store import migrate_store
+from cli.watch import WatchAborted, watch_run
+from state.db import display_url
 from tradewind.settings import Settings
 
 WORKER_STOP_SECONDS = 10.0
-API_COMMAND = [sys.executable, "-m", "tradewind.cli", "api-server"]
+API_COMMAND = [sys.executable, "-m", "cli", "api-server"]
 ADMIN_PASSWORD_FILE = "standalone_admin_password"
 
 

@@ -11,26 +11,30 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
-from sqlalchemy import select
 
 from broker_config import message_of
+from cli.common import EXIT_BAD_INPUT, fail, setup_logging
+from cli.outcome import print_outcome
+from cli.render import make_console, state_text
+from cli.store import check_conf, first_line, open_store, sync_folder
+from cli.watch import POLL_SECONDS, RUN_FINISHED
 from state.db import session_scope
 from state.enums import ACTIVE, WAITING_FOR_TIME, TaskInstanceState
-from state.models import DagRun, TaskInstance, utcnow
+from state.models import DagRun, utcnow
+from state.run_following import run_waits
+from state.run_listing import NotFound, get_run, task_instance_by_id
 from state.runs import RunExists, UnknownDag, create_run
 from state.scheduling import Enqueue, schedule_run_by_pk
-from tradewind.cli.common import EXIT_BAD_INPUT, fail, setup_logging
-from tradewind.cli.outcome import print_outcome
-from tradewind.cli.render import make_console, state_text
-from tradewind.cli.store import check_conf, first_line, open_store, sync_folder
-from tradewind.cli.watch import POLL_SECONDS, RUN_FINISHED
 from tradewind.settings import Settings
 from worker.execute import execute
 from worker.logs import log_path
+
+if TYPE_CHECKING:
+    from state.db import Session
 
 WAITING = ACTIVE | {TaskInstanceState.SCHEDULED}
 
@@ -55,10 +59,7 @@ def start_or_resume(
 ) -> tuple[int, str]:
     """A new ``test`` run, or the unfinished run ``run_id`` (after ``tasks clear``)."""
     with session_scope(url) as session:
-        existing = None
-        if run_id is not None:
-            query = select(DagRun).filter_by(dag_id=dag_id, run_id=run_id)
-            existing = session.scalars(query).first()
+        existing = _existing_run(session, dag_id, run_id)
         if existing is None:
             check_conf(session, dag_id, conf)
             try:
@@ -75,6 +76,15 @@ def start_or_resume(
         if conf:
             fail("--conf cannot change an existing run", EXIT_BAD_INPUT)
         return existing.id, existing.run_id
+
+
+def _existing_run(session: Session, dag_id: str, run_id: str | None) -> DagRun | None:
+    if run_id is None:
+        return None
+    try:
+        return get_run(session, dag_id, run_id)
+    except NotFound:
+        return None
 
 
 def drive(settings: Settings, url: str, run_pk: int, console: Console, logs: bool) -> str:
@@ -112,7 +122,7 @@ def run_try(
 
 def try_error(url: str, ti_id: int) -> str:
     with session_scope(url) as session:
-        ti = session.get(TaskInstance, ti_id)
+        ti = task_instance_by_id(session, ti_id)
         return first_line(ti.error if ti else None)
 
 
@@ -134,19 +144,13 @@ _PRINTED: dict[Path, int] = {}
 def run_status(url: str, run_pk: int) -> tuple[str, float | None]:
     """The run's state and how long to wait before the next pass (None: nothing will come)."""
     with session_scope(url) as session:
-        run = session.get(DagRun, run_pk)
-        assert run is not None
-        rows = session.execute(
-            select(TaskInstance.state, TaskInstance.next_retry_at).filter_by(
-                dag_id=run.dag_id, run_id=run.run_id
-            )
-        ).all()
-    retries = [row.next_retry_at for row in rows if row.state in WAITING_FOR_TIME]
+        state, tis = run_waits(session, run_pk)
+    retries = [ti.next_retry_at for ti in tis if ti.state in WAITING_FOR_TIME]
     if retries:
         due = min(retry or utcnow() for retry in retries)
-        return str(run.state), min(max((due - utcnow()).total_seconds(), 0.05), 5.0)
+        return state, min(max((due - utcnow()).total_seconds(), 0.05), 5.0)
     # Queued or running elsewhere (a fleet's scheduler took some of this run), or scheduled
     # but held back by a pool or max_active_tasks that other runs fill: wait for them.
-    if any(row.state in WAITING for row in rows):
-        return str(run.state), POLL_SECONDS
-    return str(run.state), None
+    if any(ti.state in WAITING for ti in tis):
+        return state, POLL_SECONDS
+    return state, None

@@ -9,38 +9,29 @@ never altered as a side effect of, say, ``dags list``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import make_url, select
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
-
-from state.db import schema_revision, session_scope
-from state.models import SCHEMA_REVISION, DagModel, DagRun, TaskInstance, XCom
-from state.progress import ItemsProgress, items_progress
-from state.run_listing import NotFound
+from cli.common import EXIT_BAD_INPUT, fail
+from cli.graph import upstream_first
+from state.db import StoreError, display_url, is_sqlite, schema_revision, session_scope
+from state.listing import get_dag
+from state.models import SCHEMA_REVISION, DagRun, TaskInstance
+from state.run_listing import NotFound, run_task_instances
 from state.run_listing import get_run as run_named
 from state.structure import TaskSpec, structure_of
-from state.values import TIKey
-from tradewind.cli.common import EXIT_BAD_INPUT, fail
-from tradewind.cli.graph import upstream_first
-from tradewind.mapping import ITERATE
+from state.values import read_xcoms
 from tradewind.params import ParamValidationError, resolve_params
 from tradewind.settings import Settings
 
 if TYPE_CHECKING:
     from scheduler.dag_sync import SyncResult
-
-
-def display_url(url: str) -> str:
-    """``url`` with its password hidden, for messages."""
-    return make_url(url).render_as_string(hide_password=True)
+    from state.db import Session
 
 
 def check_conf(session: Session, dag_id: str, conf: Mapping[str, Any]) -> None:
     """Refuse a trigger's conf that breaks one of the DAG's params, in one line naming it."""
-    model = session.get(DagModel, dag_id)
+    model = get_dag(session, dag_id)
     if model is None:
         return  # create_run says the DAG is unknown
     try:
@@ -56,12 +47,12 @@ def open_store(settings: Settings) -> str:
         at = schema_revision(url)
         if at == SCHEMA_REVISION:
             return url
-        if make_url(url).get_backend_name() == "sqlite":
+        if is_sqlite(url):
             from state.migrate import upgrade  # Alembic: only when there is work for it
 
             upgrade(url)
             return url
-    except SQLAlchemyError as error:
+    except StoreError as error:
         fail(f"cannot open the SQL store at {display_url(url)}: {first_line(str(error))}")
     fail(
         f"the SQL store at {display_url(url)} is at schema {at or 'none'}, not the newest "
@@ -78,7 +69,7 @@ def migrate_store(settings: Settings) -> tuple[str | None, str | None]:
         before = current_revision(url)
         upgrade(url)
         return before, current_revision(url)
-    except SQLAlchemyError as error:
+    except StoreError as error:
         fail(f"cannot migrate the SQL store at {display_url(url)}: {first_line(str(error))}")
 
 
@@ -108,35 +99,9 @@ def task_instances(
     session: Session, run: DagRun, order: Mapping[str, TaskSpec] | None = None
 ) -> list[TaskInstance]:
     """The run's task instances in the DAG's order (topological), then by map index."""
-    rows = session.scalars(
-        select(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id)
-    ).all()
+    rows = run_task_instances(session, run)
     rank = {task_id: n for n, task_id in enumerate(upstream_first(order or {}))}
     return sorted(rows, key=lambda ti: (rank.get(ti.task_id, len(rank)), ti.task_id, ti.map_index))
-
-
-def is_iterable(tasks: Mapping[str, TaskSpec], task_id: str) -> bool:
-    """Whether the DAG's ``task_id`` is an iterable task (``.iterate`` / ``.batch().iterate``)."""
-    spec = tasks.get(task_id)
-    return spec is not None and spec.mapping is not None and spec.mapping.kind == ITERATE
-
-
-def items_of(
-    session: Session,
-    dag_id: str,
-    run_id: str,
-    tis: Iterable[tuple[str, int]],
-    tasks: Mapping[str, TaskSpec],
-) -> dict[TIKey, ItemsProgress]:
-    """The item progress of the iterable ones among a run's task instances (``tis``: task id,
-    map index; ``tasks``: the DAG structure's), in two queries whatever their number of items.
-    """
-    keys = [
-        TIKey(dag_id, run_id, task_id, map_index)
-        for task_id, map_index in tis
-        if is_iterable(tasks, task_id)
-    ]
-    return items_progress(session, keys)
 
 
 def leaf_task_ids(tasks: Mapping[str, TaskSpec]) -> list[str]:
@@ -147,9 +112,5 @@ def leaf_task_ids(tasks: Mapping[str, TaskSpec]) -> list[str]:
 
 def return_values(session: Session, run: DagRun, task_id: str) -> list[Any]:
     """The ``return_value`` XComs of one task of a run, by map index, decoded from JSON."""
-    query = (
-        select(XCom.value)
-        .filter_by(dag_id=run.dag_id, run_id=run.run_id, task_id=task_id, key="return_value")
-        .order_by(XCom.map_index)
-    )
-    return [json.loads(text) for text in session.scalars(query)]
+    rows = read_xcoms(session, run.dag_id, run.run_id, task_id, "return_value")
+    return [json.loads(text) for _map_index, text in rows]
