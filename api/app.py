@@ -50,9 +50,8 @@ from api.templating import STATIC_DIR, render
 from state.backfills import BackfillEnded, InvalidBackfill
 from state.dags import NoSuchDag
 from state.marking import BadMark
-from state.paging import BadOrdering
+from state.paging import BadOrdering, NotFound
 from state.pools import PoolRefused
-from state.run_listing import NotFound
 from state.runs import RunExists, UnknownDag
 from state.transitions import IllegalTransition
 from state.users import NoSuchUser, UserExists

@@ -48,8 +48,8 @@ from scheduler.dag_sync import sync_dags  # noqa: E402
 from state.db import get_engine, session_scope  # noqa: E402
 from state.enums import TaskInstanceState  # noqa: E402
 from state.migrate import upgrade  # noqa: E402
-from state.models import DagRun, TaskInstance, utcnow  # noqa: E402
-from state.pools import DEFAULT_POOL, set_pool  # noqa: E402
+from state.models import DEFAULT_POOL, DagRun, TaskInstance, utcnow  # noqa: E402
+from state.pools import set_pool  # noqa: E402
 from state.runs import create_run  # noqa: E402
 from state.scheduling import schedule_run_by_pk  # noqa: E402
 from state.transitions import transition_tis  # noqa: E402

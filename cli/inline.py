@@ -25,8 +25,9 @@ from cli.watch import POLL_SECONDS, RUN_FINISHED
 from state.db import session_scope
 from state.enums import ACTIVE, WAITING_FOR_TIME, TaskInstanceState
 from state.models import DagRun, utcnow
+from state.paging import NotFound
 from state.run_following import run_waits
-from state.run_listing import NotFound, get_run, task_instance_by_id
+from state.run_listing import get_run, task_instance_by_id
 from state.runs import RunExists, UnknownDag, create_run
 from state.scheduling import Enqueue, schedule_run_by_pk
 from tradewind.settings import Settings

@@ -20,7 +20,8 @@ from cli.store import get_run
 from cli.watch import POLL_SECONDS
 from state.db import session_scope
 from state.enums import ACTIVE
-from state.run_listing import NotFound, get_task_instance, task_instance_by_id
+from state.paging import NotFound
+from state.run_listing import get_task_instance, task_instance_by_id
 from state.values import TIKey as StoreKey
 from tradewind.settings import Settings
 from worker.logs import log_path

@@ -17,8 +17,9 @@ from cli.graph import upstream_first
 from state.db import StoreError, display_url, is_sqlite, schema_revision, session_scope
 from state.listing import get_dag
 from state.models import SCHEMA_REVISION, DagRun, TaskInstance
-from state.run_listing import NotFound, run_task_instances
+from state.paging import NotFound
 from state.run_listing import get_run as run_named
+from state.run_listing import run_task_instances
 from state.structure import TaskSpec, structure_of
 from state.values import read_xcoms
 from tradewind.params import ParamValidationError, resolve_params

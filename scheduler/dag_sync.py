@@ -21,8 +21,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from scheduler.asset_runs import sync_dag_assets
-from state.models import DagImportError, DagModel, utcnow
-from state.pools import DEFAULT_POOL, DEFAULT_POOL_SLOTS, ensure_pool, pool_names
+from state.models import DEFAULT_POOL, DEFAULT_POOL_SLOTS, DagImportError, DagModel, utcnow
+from state.pools import ensure_pool, pool_names
 from state.upserts import insert_for, insert_missing
 from tradewind.dag import DAG
 from tradewind.loader import DagBag, ParsedDag

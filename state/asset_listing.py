@@ -25,8 +25,7 @@ from state.models import (
     AssetEvent,
     DagAssetReference,
 )
-from state.paging import Page, page_of
-from state.run_listing import NotFound
+from state.paging import NotFound, Page, page_of
 
 _ASSET_ORDER = {"id": Asset.id, "name": Asset.name, "uri": Asset.uri, "group": Asset.group}
 _ALIAS_ORDER = {"id": AssetAlias.id, "name": AssetAlias.name}

@@ -21,8 +21,7 @@ from sqlalchemy.orm import Session
 from state.enums import DagRunState
 from state.marking import mark_run_state
 from state.models import Backfill, BackfillDagRun, DagRun, utcnow
-from state.paging import Page, page_of
-from state.run_listing import NotFound
+from state.paging import NotFound, Page, page_of
 from state.runs import create_run, get_dag_model
 from state.structure import structure_of
 from tradewind.partitions import cron_partition

@@ -236,6 +236,11 @@ class Variable(Base):
     is_secret: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
+#: The pool of every task that names none, made with this many slots (Airflow's name and size).
+DEFAULT_POOL = "default_pool"
+DEFAULT_POOL_SLOTS = 128
+
+
 class Pool(Base):
     """A named number of slots, shared by the task instances that name the pool.
 

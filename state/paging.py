@@ -22,6 +22,11 @@ Column = ColumnElement[Any] | QueryableAttribute[Any]
 MAX_PAGE_LIMIT = 1000
 
 
+class NotFound(LookupError):
+    """What a list or a look-up was asked for does not exist (a run, a task instance, an XCom, a
+    key, an asset, a backfill): the API answers 404, the CLI one line."""
+
+
 class BadOrdering(ValueError):
     """An ``order_by`` field the listing does not sort by."""
 

@@ -25,6 +25,7 @@ from state.enums import ACTIVE, DagRunState
 from state.limits import has_room
 from state.models import (
     DAG_TABLE,
+    DEFAULT_POOL,
     POOL_TABLE,
     RUN_TABLE,
     TI_TABLE,
@@ -32,9 +33,6 @@ from state.models import (
     TaskInstance,
 )
 from state.upserts import insert_for, insert_missing
-
-DEFAULT_POOL = "default_pool"
-DEFAULT_POOL_SLOTS = 128
 
 
 @dataclass

@@ -18,14 +18,10 @@ from sqlalchemy.orm import Session
 from state.enums import DagRunState, TaskInstanceState
 from state.listing import contains
 from state.models import DagRun, TaskInstance, TaskStateValue, XCom, utcnow
-from state.paging import Page, ordering, page_of
+from state.paging import NotFound, Page, ordering, page_of
 from state.values import TIKey
 
 ANY = "~"
-
-
-class NotFound(LookupError):
-    """The DAG run, task instance, XCom or key named does not exist."""
 
 
 def get_run(session: Session, dag_id: str, run_id: str) -> DagRun:

@@ -17,8 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from state.models import DagModel
-from state.pools import DEFAULT_POOL
+from state.models import DEFAULT_POOL, DagModel
 
 DEFAULT_MAX_ACTIVE_TASKS = 16
 DEFAULT_MAX_ACTIVE_RUNS = 16

@@ -23,8 +23,9 @@ from api.templating import render
 from state.enums import DagRunState
 from state.marking import mark_run_state
 from state.models import DagModel, DagRun, utcnow
+from state.paging import NotFound
 from state.progress import ItemsProgress
-from state.run_listing import NotFound, get_run
+from state.run_listing import get_run
 from state.run_view import TaskSummary, items_counts, task_summaries
 from state.runs import UnknownDag, clear_task_instances, get_dag_model
 from state.users import Role

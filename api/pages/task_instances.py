@@ -24,10 +24,9 @@ from api.templating import render
 from state.enums import DagRunState, TaskInstanceState
 from state.marking import mark_task_instances
 from state.models import DagRun, TaskInstance
-from state.paging import MAX_PAGE_LIMIT, Page
+from state.paging import MAX_PAGE_LIMIT, NotFound, Page
 from state.progress import ItemsProgress, items_progress
 from state.run_listing import (
-    NotFound,
     TIFilter,
     get_run,
     get_task_instance,

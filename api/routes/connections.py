@@ -17,7 +17,7 @@ from api.models.resources import (
 from api.paging import Paging
 from state.connections import delete_connection, get_connection, put_connection
 from state.listing import list_connections_page
-from state.run_listing import NotFound
+from state.paging import NotFound
 
 router = APIRouter(prefix="/connections", tags=["Connection"])
 

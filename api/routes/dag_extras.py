@@ -20,8 +20,7 @@ from api.models.resources import (
 from api.paging import Paging
 from state.enums import DagRunState
 from state.listing import get_import_error, list_import_errors, run_counts
-from state.paging import MAX_PAGE_LIMIT
-from state.run_listing import NotFound
+from state.paging import MAX_PAGE_LIMIT, NotFound
 from state.runs import get_dag_model
 
 router = APIRouter()

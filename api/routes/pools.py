@@ -14,8 +14,8 @@ from api.models.resources import (
 )
 from api.paging import Paging
 from state.listing import get_pool_use, list_pools
+from state.paging import NotFound
 from state.pools import delete_pool, set_pool
-from state.run_listing import NotFound
 
 router = APIRouter(prefix="/pools", tags=["Pool"])
 

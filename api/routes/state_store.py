@@ -24,7 +24,8 @@ from api.models.resources import (
 )
 from api.paging import MapIndexQuery, Paging
 from state.marking import delete_state_values, set_state_value
-from state.run_listing import NotFound, get_state_value, get_task_instance, list_state_values
+from state.paging import NotFound
+from state.run_listing import get_state_value, get_task_instance, list_state_values
 from state.values import TIKey, database_max_value_bytes
 
 PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/state-store"

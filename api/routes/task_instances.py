@@ -16,7 +16,8 @@ from api.models.task_instances import (
     tries_of,
 )
 from api.paging import IntsQuery, MapIndexPath, MapIndexQuery, Paging, TryNumberPath
-from state.run_listing import NotFound, TIFilter, get_run, get_task_instance, list_task_instances
+from state.paging import NotFound
+from state.run_listing import TIFilter, get_run, get_task_instance, list_task_instances
 from state.runs import get_dag_model
 from state.values import TIKey
 

@@ -7,8 +7,7 @@ from fastapi import APIRouter
 from api.deps import CanRead, DbSession
 from api.models.dags import TaskCollectionResponse, TaskResponse, task_response
 from api.structure import dag_view
-from state.paging import BadOrdering
-from state.run_listing import NotFound
+from state.paging import BadOrdering, NotFound
 from state.runs import get_dag_model
 
 router = APIRouter(prefix="/dags/{dag_id}/tasks", tags=["Task"])

@@ -18,7 +18,7 @@ from api.models.resources import (
 from api.paging import Paging
 from state.connections import delete_variable, get_variable, set_variable
 from state.listing import list_variables_page
-from state.run_listing import NotFound
+from state.paging import NotFound
 
 router = APIRouter(prefix="/variables", tags=["Variable"])
 

@@ -14,8 +14,8 @@ from sqlalchemy import event, update
 
 from state.db import get_engine, session_factory, session_scope
 from state.enums import TaskInstanceState
-from state.models import DagRun, TaskInstance, utcnow
-from state.pools import DEFAULT_POOL, set_pool
+from state.models import DEFAULT_POOL, DagRun, TaskInstance, utcnow
+from state.pools import set_pool
 from state.scheduling import schedule_run_by_pk
 from tests.scheduler.conftest import (
     StatementLog,
