@@ -47,14 +47,9 @@ from api.routes import (
 )
 from api.structure import BadConf
 from api.templating import STATIC_DIR, render
-from state.backfills import BackfillEnded, InvalidBackfill
-from state.dags import NoSuchDag
-from state.marking import BadMark
-from state.paging import BadOrdering, NotFound
-from state.pools import PoolRefused
-from state.runs import RunExists, UnknownDag
-from state.transitions import IllegalTransition
-from state.users import NoSuchUser, UserExists
+from state.core import BadOrdering, IllegalTransition, NotFound
+from state.engine import BackfillEnded, InvalidBackfill, PoolRefused, RunExists, UnknownDag
+from state.records import BadMark, NoSuchDag, NoSuchUser, UserExists
 from tradewind.settings import Settings
 
 API_PREFIX = "/api/v2"

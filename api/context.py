@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from api.security import Tokens, secret_key
-from state.models import TaskStateValue, XCom
+from state.core import TaskStateValue, XCom
 from tradewind.settings import Settings
 
 

@@ -12,10 +12,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from state.enums import ACTIVE, FINISHED, WAITING_FOR_TIME, DagRunState, TaskInstanceState
-from state.listing import PoolUse
-from state.models import TaskInstance
-from state.readiness import decide
+from state.core import (
+    ACTIVE,
+    FINISHED,
+    WAITING_FOR_TIME,
+    DagRunState,
+    TaskInstance,
+    TaskInstanceState,
+)
+from state.engine import decide
+from state.views import PoolUse
 
 TI = TaskInstanceState
 

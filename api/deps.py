@@ -24,8 +24,8 @@ from sqlalchemy.orm import Session
 
 from api.context import AppContext
 from api.security import InvalidToken
-from state.db import session_scope
-from state.users import Role, get_user
+from state.core import session_scope
+from state.records import Role, get_user
 
 SESSION_USER = "user"
 _SAFE_METHODS = frozenset({"GET", "HEAD"})

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Path, Query
 from pydantic import Field
 
-from state.paging import MAX_PAGE_LIMIT, Page
+from state.core import MAX_PAGE_LIMIT, Page
 
 
 def page_params(

@@ -1,4 +1,4 @@
-"""The one place ``api/`` reads a DAG's structure: ``state.structure.DagStructure``, typed.
+"""The one place ``api/`` reads a DAG's structure: ``state.core.structure.DagStructure``, typed.
 
 Routes and models take the structure through ``dag_view`` and the small readers here, so a
 field the structure gains (a description, an owner) is picked up in this file alone.
@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from state.models import DagModel
-from state.structure import DagStructure, TaskSpec, structure_of
+from state.core import DagModel, DagStructure, TaskSpec, structure_of
 from tradewind.params import ParamValidationError, resolve_params
 
 __all__ = ["DagStructure", "TaskSpec", "dag_view"]

@@ -190,7 +190,7 @@ _TRADEWIND_RUNNER = textwrap.dedent("""\
     if sys.argv[2] == "sync":
         from sqlalchemy import create_engine
         from sqlalchemy.orm import Session
-        from state.models import Base
+        from state.core.models import Base
         from scheduler.dag_sync import sync_dags
         engine = create_engine("sqlite://")  # in memory: a fresh store, every DAG new
         Base.metadata.create_all(engine)

@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fleet_throughput import bench_database, fleet_env, running_fleet  # noqa: E402
 
-from state.db import session_scope  # noqa: E402
-from state.models import DagRun, TaskInstance  # noqa: E402
-from state.runs import create_run  # noqa: E402
+from state.core.db import session_scope  # noqa: E402
+from state.core.models import DagRun, TaskInstance  # noqa: E402
+from state.engine.runs import create_run  # noqa: E402
 
 SHAPES = {
     "independent": """

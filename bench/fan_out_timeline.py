@@ -41,8 +41,8 @@ def main() -> None:
     import fleet_throughput as bench
     from sqlalchemy import select
 
-    from state.db import session_scope
-    from state.models import DagRun, TaskInstance
+    from state.core.db import session_scope
+    from state.core.models import DagRun, TaskInstance
 
     broker = bench.own_broker()
     workdir = Path(tempfile.mkdtemp(prefix="tw-timeline-"))

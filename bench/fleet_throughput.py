@@ -58,10 +58,10 @@ from process_cpu import (  # noqa: E402
 )
 
 from scheduler.dag_sync import sync_dags  # noqa: E402
-from state.db import get_engine, session_scope  # noqa: E402
-from state.migrate import upgrade  # noqa: E402
-from state.models import DagRun, TaskInstance  # noqa: E402
-from state.runs import create_run  # noqa: E402
+from state.core.db import get_engine, session_scope  # noqa: E402
+from state.core.migrate import upgrade  # noqa: E402
+from state.core.models import DagRun, TaskInstance  # noqa: E402
+from state.engine.runs import create_run  # noqa: E402
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 DAG_FILE = """

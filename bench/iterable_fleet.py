@@ -34,9 +34,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from fleet_throughput import fleet_env, start_fleet, stop, wait_ready  # noqa: E402
 
-from state.db import get_engine, session_scope  # noqa: E402
-from state.models import DagRun, TaskInstance  # noqa: E402
-from state.runs import create_run  # noqa: E402
+from state.core.db import get_engine, session_scope  # noqa: E402
+from state.core.models import DagRun, TaskInstance  # noqa: E402
+from state.engine.runs import create_run  # noqa: E402
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 DAG_FILE = """

@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import select  # noqa: E402
 
-from state.db import get_engine, session_scope  # noqa: E402
-from state.models import DagRun  # noqa: E402
+from state.core.db import get_engine, session_scope  # noqa: E402
+from state.core.models import DagRun  # noqa: E402
 from tests.integration.conftest import Fleet  # noqa: E402
 from tests.integration.test_outages_servers import (  # noqa: E402
     PostgresServer,

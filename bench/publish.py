@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from broker_config import publish  # noqa: E402
 from broker_config.app import make_celery_app  # noqa: E402
-from state.scheduling import Enqueue  # noqa: E402
+from state.engine.scheduling import Enqueue  # noqa: E402
 
 WAYS: dict[str, Callable[..., int]] = {
     "celery send_task": publish._send_many,

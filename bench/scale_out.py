@@ -38,9 +38,9 @@ from labfleet import HostsFleet, wait_for  # noqa: E402
 from labstore import Store, start_store  # noqa: E402
 from netlab import Lab, cannot_make_namespaces, ip, remove_stale  # noqa: E402
 
-from state.db import get_engine, session_scope  # noqa: E402
-from state.models import TaskInstance  # noqa: E402
-from state.runs import create_run  # noqa: E402
+from state.core.db import get_engine, session_scope  # noqa: E402
+from state.core.models import TaskInstance  # noqa: E402
+from state.engine.runs import create_run  # noqa: E402
 
 DAG_FILE = """
 import os

@@ -45,14 +45,14 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from fleet_throughput import fleet_env  # noqa: E402
 
 from scheduler.dag_sync import sync_dags  # noqa: E402
-from state.db import get_engine, session_scope  # noqa: E402
-from state.enums import TaskInstanceState  # noqa: E402
-from state.migrate import upgrade  # noqa: E402
-from state.models import DEFAULT_POOL, DagRun, TaskInstance, utcnow  # noqa: E402
-from state.pools import set_pool  # noqa: E402
-from state.runs import create_run  # noqa: E402
-from state.scheduling import schedule_run_by_pk  # noqa: E402
-from state.transitions import transition_tis  # noqa: E402
+from state.core.db import get_engine, session_scope  # noqa: E402
+from state.core.enums import TaskInstanceState  # noqa: E402
+from state.core.migrate import upgrade  # noqa: E402
+from state.core.models import DEFAULT_POOL, DagRun, TaskInstance, utcnow  # noqa: E402
+from state.core.transitions import transition_tis  # noqa: E402
+from state.engine.pools import set_pool  # noqa: E402
+from state.engine.runs import create_run  # noqa: E402
+from state.engine.scheduling import schedule_run_by_pk  # noqa: E402
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 REDIS = "redis://127.0.0.1:6379"

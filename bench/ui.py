@@ -40,12 +40,12 @@ from fleet_throughput import bench_database  # noqa: E402
 from api import create_app  # noqa: E402
 from api.security import hash_password  # noqa: E402
 from scheduler.dag_sync import sync_dags  # noqa: E402
-from state.checkpoints import batch_key  # noqa: E402
-from state.db import get_engine, session_scope  # noqa: E402
-from state.migrate import upgrade  # noqa: E402
-from state.models import TaskInstance, TaskStateValue, utcnow  # noqa: E402
-from state.runs import create_run  # noqa: E402
-from state.users import Role, create_user  # noqa: E402
+from state.core.db import get_engine, session_scope  # noqa: E402
+from state.core.migrate import upgrade  # noqa: E402
+from state.core.models import TaskInstance, TaskStateValue, utcnow  # noqa: E402
+from state.engine.runs import create_run  # noqa: E402
+from state.records.checkpoints import batch_key  # noqa: E402
+from state.records.users import Role, create_user  # noqa: E402
 from tradewind.settings import reload_settings  # noqa: E402
 
 DAGS = """

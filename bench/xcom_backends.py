@@ -38,12 +38,12 @@ from sqlalchemy import select  # noqa: E402
 
 from broker_config import message_of  # noqa: E402
 from scheduler.dag_sync import sync_dags  # noqa: E402
-from state.connections import put_connection  # noqa: E402
-from state.db import get_engine, session_scope  # noqa: E402
-from state.migrate import upgrade  # noqa: E402
-from state.models import DagRun, TaskInstance  # noqa: E402
-from state.runs import create_run  # noqa: E402
-from state.scheduling import schedule_run_by_pk  # noqa: E402
+from state.core.db import get_engine, session_scope  # noqa: E402
+from state.core.migrate import upgrade  # noqa: E402
+from state.core.models import DagRun, TaskInstance  # noqa: E402
+from state.engine.runs import create_run  # noqa: E402
+from state.engine.scheduling import schedule_run_by_pk  # noqa: E402
+from state.records.connections import put_connection  # noqa: E402
 from tests.worker.xcom_support import running_moto  # noqa: E402
 from tradewind.settings import reload_settings  # noqa: E402
 from worker.execute import execute  # noqa: E402

@@ -9,8 +9,8 @@ import typer
 
 from cli.common import settings_or_exit
 from cli.store import open_store, sync_folder
-from state.assets import EventView, list_assets, list_events
-from state.db import session_scope
+from state.core import session_scope
+from state.records import EventView, list_assets, list_events
 
 app = typer.Typer(help="List assets and their events.", no_args_is_help=True)
 

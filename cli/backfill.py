@@ -1,6 +1,6 @@
 """``tradewind dags backfill DAG_ID --from-date --to-date``: runs for the intervals of a range.
 
-The backfill and its queued runs are made by ``state.backfills.create_backfill``, as for
+The backfill and its queued runs are made by ``state.engine.backfills.create_backfill``, as for
 ``POST /api/v2/backfills``; the scheduler starts the runs within the DAG's ``max_active_runs``.
 With ``--wait`` the command follows them to their end.
 """
@@ -16,11 +16,9 @@ import typer
 
 from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 from cli.store import open_store, sync_folder
-from state.backfills import BackfillRequest, InvalidBackfill, create_backfill
-from state.db import session_scope
-from state.enums import DagRunState
-from state.run_following import run_states
-from state.runs import UnknownDag
+from state.core import DagRunState, session_scope
+from state.engine import BackfillRequest, InvalidBackfill, UnknownDag, create_backfill
+from state.views import run_states
 
 _ENDED = (DagRunState.SUCCESS, DagRunState.FAILED)
 

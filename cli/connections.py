@@ -15,8 +15,8 @@ import typer
 
 from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 from cli.store import open_store
-from state.connections import delete_connection, get_connection, list_connections, put_connection
-from state.db import session_scope
+from state.core import session_scope
+from state.records import delete_connection, get_connection, list_connections, put_connection
 from tradewind.connections import Connection
 from worker.logs import MASK
 

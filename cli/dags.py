@@ -22,10 +22,9 @@ from cli.render import (
 )
 from cli.store import check_conf, open_store, sync_folder
 from cli.watch import WatchAborted, watch_run
-from state.db import session_scope
-from state.listing import all_dags, all_import_errors
-from state.runs import RunExists, UnknownDag, create_run
-from state.structure import DagStructure, parse_structure, structures_of
+from state.core import DagStructure, parse_structure, session_scope, structures_of
+from state.engine import RunExists, UnknownDag, create_run
+from state.views import all_dags, all_import_errors
 from tradewind.loader import DagBag
 from tradewind.settings import Settings
 

@@ -6,7 +6,7 @@ import typer
 
 from cli.common import settings_or_exit
 from cli.store import migrate_store
-from state.db import display_url
+from state.core import display_url
 
 app = typer.Typer(help="The SQL store's schema.", no_args_is_help=True)
 

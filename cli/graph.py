@@ -1,6 +1,6 @@
 """A DAG's tasks and dependencies as a rich tree (``dags show``) or as Graphviz dot.
 
-Both read the DAG's structure (``state.structure.DagStructure``): task ids, each task's
+Both read the DAG's structure (``state.core.structure.DagStructure``): task ids, each task's
 ``upstream`` ids and options. Its key order is not kept by every store (PostgreSQL's JSONB sorts
 keys shortest first), so the order shown is worked out again: ``upstream_first``.
 """
@@ -13,7 +13,7 @@ from graphlib import CycleError, TopologicalSorter
 from rich.text import Text
 from rich.tree import Tree
 
-from state.structure import DagStructure, GroupSpec, TaskSpec
+from state.core import DagStructure, GroupSpec, TaskSpec
 
 
 def upstream_first(tasks: Mapping[str, TaskSpec]) -> list[str]:

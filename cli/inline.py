@@ -22,20 +22,23 @@ from cli.outcome import print_outcome
 from cli.render import make_console, state_text
 from cli.store import check_conf, first_line, open_store, sync_folder
 from cli.watch import POLL_SECONDS, RUN_FINISHED
-from state.db import session_scope
-from state.enums import ACTIVE, WAITING_FOR_TIME, TaskInstanceState
-from state.models import DagRun, utcnow
-from state.paging import NotFound
-from state.run_following import run_waits
-from state.run_listing import get_run, task_instance_by_id
-from state.runs import RunExists, UnknownDag, create_run
-from state.scheduling import Enqueue, schedule_run_by_pk
+from state.core import (
+    ACTIVE,
+    WAITING_FOR_TIME,
+    DagRun,
+    NotFound,
+    TaskInstanceState,
+    session_scope,
+    utcnow,
+)
+from state.engine import Enqueue, RunExists, UnknownDag, create_run, schedule_run_by_pk
+from state.views import get_run, run_waits, task_instance_by_id
 from tradewind.settings import Settings
 from worker.execute import execute
 from worker.logs import log_path
 
 if TYPE_CHECKING:
-    from state.db import Session
+    from state.core import Session
 
 WAITING = ACTIVE | {TaskInstanceState.SCHEDULED}
 

@@ -18,11 +18,9 @@ import typer
 from cli.common import fail
 from cli.store import get_run
 from cli.watch import POLL_SECONDS
-from state.db import session_scope
-from state.enums import ACTIVE
-from state.paging import NotFound
-from state.run_listing import get_task_instance, task_instance_by_id
-from state.values import TIKey as StoreKey
+from state.core import ACTIVE, NotFound, session_scope
+from state.records import TIKey as StoreKey
+from state.views import get_task_instance, task_instance_by_id
 from tradewind.settings import Settings
 from worker.logs import log_path
 

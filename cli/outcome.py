@@ -12,10 +12,8 @@ from rich.text import Text
 
 from cli.render import print_task_instances, task_instance_records
 from cli.store import get_run, leaf_task_ids, return_values, task_instances
-from state.db import session_scope
-from state.listing import get_dag
-from state.progress import items_of_run
-from state.structure import structure_of
+from state.core import session_scope, structure_of
+from state.views import get_dag, items_of_run
 
 
 def print_outcome(console: Console, url: str, dag_id: str, run_id: str) -> None:

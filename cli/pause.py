@@ -12,8 +12,8 @@ import typer
 
 from cli.common import fail, settings_or_exit
 from cli.store import open_store
-from state.dags import NoSuchDag, set_paused
-from state.db import session_scope
+from state.core import session_scope
+from state.records import NoSuchDag, set_paused
 
 DagId = Annotated[str, typer.Argument(help="The DAG's id.")]
 

@@ -14,8 +14,8 @@ import typer
 
 from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 from cli.store import open_store
-from state.db import session_scope
-from state.pools import delete_pool, pool_usage, set_pool
+from state.core import session_scope
+from state.engine import delete_pool, pool_usage, set_pool
 
 app = typer.Typer(help="Create, list and delete pools.", no_args_is_help=True)
 

@@ -22,11 +22,17 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from state.enums import FINISHED, WAITING_FOR_TIME
-from state.models import DagImportError, DagModel, TaskInstance, utcnow
-from state.progress import ItemsProgress
-from state.structure import DagStructure
-from state.values import TIKey
+from state.core import (
+    FINISHED,
+    WAITING_FOR_TIME,
+    DagImportError,
+    DagModel,
+    DagStructure,
+    TaskInstance,
+    utcnow,
+)
+from state.records import TIKey
+from state.views import ItemsProgress
 
 #: Width of piped output: wrapping paths and errors at rich's default 80 would break ``grep``.
 PIPED_WIDTH = 200
@@ -174,7 +180,7 @@ def task_instance_records(
     """One JSON-ready mapping per task instance, keyed by the columns' keys.
 
     ``items`` is the progress of the iterable task instances among ``tis``
-    (``state.progress.items_of_run``).
+    (``state.views.progress.items_of_run``).
     """
     context = RowContext(utcnow(), items or {})
     records = []

@@ -11,12 +11,9 @@ from cli.assets import event_record
 from cli.common import settings_or_exit
 from cli.render import make_console, print_task_instances, task_instance_records
 from cli.store import get_run, open_store, task_instances
-from state.assets import list_events
-from state.db import session_scope
-from state.listing import get_dag
-from state.models import DagRun
-from state.progress import items_of_run
-from state.structure import structure_of
+from state.core import DagRun, session_scope, structure_of
+from state.records import list_events
+from state.views import get_dag, items_of_run
 
 app = typer.Typer(help="Inspect DAG runs.", no_args_is_help=True)
 

@@ -39,7 +39,7 @@ from cli.outcome import print_outcome
 from cli.render import make_console
 from cli.store import migrate_store
 from cli.watch import WatchAborted, watch_run
-from state.db import display_url
+from state.core import display_url
 from tradewind.settings import Settings
 
 WORKER_STOP_SECONDS = 10.0
@@ -203,8 +203,8 @@ def ensure_admin(settings: Settings) -> str | None:
     The password is also kept in ``TRADEWIND_HOME/standalone_admin_password`` (mode 0600).
     """
     from api.security import hash_password
-    from state.db import session_scope
-    from state.users import Role, UserExists, create_user, get_user
+    from state.core import session_scope
+    from state.records import Role, UserExists, create_user, get_user
 
     with session_scope(settings.sql_url) as session:
         if get_user(session, "admin") is not None:

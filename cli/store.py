@@ -14,20 +14,28 @@ from typing import TYPE_CHECKING, Any
 
 from cli.common import EXIT_BAD_INPUT, fail
 from cli.graph import upstream_first
-from state.db import StoreError, display_url, is_sqlite, schema_revision, session_scope
-from state.listing import get_dag
-from state.models import SCHEMA_REVISION, DagRun, TaskInstance
-from state.paging import NotFound
-from state.run_listing import get_run as run_named
-from state.run_listing import run_task_instances
-from state.structure import TaskSpec, structure_of
-from state.values import read_xcoms
+from state.core import (
+    SCHEMA_REVISION,
+    DagRun,
+    NotFound,
+    StoreError,
+    TaskInstance,
+    TaskSpec,
+    display_url,
+    is_sqlite,
+    schema_revision,
+    session_scope,
+    structure_of,
+)
+from state.records import read_xcoms
+from state.views import get_dag, run_task_instances
+from state.views import get_run as run_named
 from tradewind.params import ParamValidationError, resolve_params
 from tradewind.settings import Settings
 
 if TYPE_CHECKING:
     from scheduler.dag_sync import SyncResult
-    from state.db import Session
+    from state.core import Session
 
 
 def check_conf(session: Session, dag_id: str, conf: Mapping[str, Any]) -> None:
@@ -49,7 +57,7 @@ def open_store(settings: Settings) -> str:
         if at == SCHEMA_REVISION:
             return url
         if is_sqlite(url):
-            from state.migrate import upgrade  # Alembic: only when there is work for it
+            from state.core import upgrade  # Alembic: only when there is work for it
 
             upgrade(url)
             return url
@@ -63,7 +71,7 @@ def open_store(settings: Settings) -> str:
 
 def migrate_store(settings: Settings) -> tuple[str | None, str | None]:
     """Upgrade the store to the newest schema; returns the revisions before and after."""
-    from state.migrate import current_revision, upgrade
+    from state.core import current_revision, upgrade
 
     url = settings.sql_url
     try:

@@ -17,14 +17,16 @@ from cli.common import fail, setup_logging
 from cli.inline import print_try_log, try_error
 from cli.render import make_console, state_text
 from cli.store import check_conf, open_store, sync_folder
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.listing import get_dag
-from state.models import utcnow
-from state.runs import RunExists, UnknownDag, create_run
-from state.scheduling import Enqueue, queue_task_alone
-from state.structure import structure_of
-from state.transitions import transition_run
+from state.core import (
+    DagRunState,
+    TaskInstanceState,
+    session_scope,
+    structure_of,
+    transition_run,
+    utcnow,
+)
+from state.engine import Enqueue, RunExists, UnknownDag, create_run, queue_task_alone
+from state.views import get_dag
 from tradewind.settings import Settings
 from worker.execute import execute
 

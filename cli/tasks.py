@@ -10,10 +10,9 @@ import typer
 from cli.common import fail, parse_conf, settings_or_exit
 from cli.logs import follow_log, resolve_log
 from cli.store import get_run, open_store
-from state.db import session_scope
-from state.listing import get_dag
-from state.runs import UnknownDag, clear_task_instances
-from state.structure import structure_of
+from state.core import session_scope, structure_of
+from state.engine import UnknownDag, clear_task_instances
+from state.views import get_dag
 from tradewind.settings import SettingsError
 from worker.state_store.purge import state_purger
 from worker.xcom import XComBackendError

@@ -14,8 +14,8 @@ import typer
 
 from cli.common import fail, settings_or_exit
 from cli.store import open_store
-from state.db import session_scope
-from state.users import NoSuchUser, Role, UserExists, create_user, delete_user, list_users
+from state.core import session_scope
+from state.records import NoSuchUser, Role, UserExists, create_user, delete_user, list_users
 
 app = typer.Typer(help="Create, list and delete the API server's users.", no_args_is_help=True)
 

@@ -14,8 +14,8 @@ import typer
 
 from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 from cli.store import open_store
-from state.connections import delete_variable, get_variable, list_variables, set_variable
-from state.db import session_scope
+from state.core import session_scope
+from state.records import delete_variable, get_variable, list_variables, set_variable
 from tradewind.connections import is_sensitive
 from worker.logs import MASK
 

@@ -1,8 +1,8 @@
 """Watching a run until it ends: poll its task-instance states from SQL, show them live.
 
-Used by ``dags trigger --wait`` and ``standalone --run``. A poll is ``state.run_following.
+Used by ``dags trigger --wait`` and ``standalone --run``. A poll is ``state.views.run_following.
 poll_run``: the run's state and DAG version, its task instances counted by state, and, if it has
-iterable task instances, their items in three more (``state.progress``): watching costs the
+iterable task instances, their items in three more (``state.views.progress``): watching costs the
 store the same whatever the DAG's size and its number of items.
 """
 
@@ -15,10 +15,8 @@ from rich.console import Console
 from rich.live import Live
 
 from cli.render import RunProgress
-from state.db import session_scope
-from state.enums import DagRunState
-from state.progress import ItemsProgress
-from state.run_following import poll_run
+from state.core import DagRunState, session_scope
+from state.views import ItemsProgress, poll_run
 
 RUN_FINISHED = frozenset({DagRunState.SUCCESS, DagRunState.FAILED})
 POLL_SECONDS = 0.5
@@ -35,7 +33,7 @@ def read_progress(
     url: str, dag_id: str, run_id: str
 ) -> tuple[str, dict[str, int], list[ItemsProgress]]:
     """The run's state, how many of its task instances are in each state, and the items of its
-    iterable ones (what a poll reads does not grow with the run: ``state.run_following``)."""
+    iterable ones (what a poll reads does not grow with the run: ``state.views.run_following``)."""
     with session_scope(url) as session:
         poll = poll_run(session, dag_id, run_id)
     return poll.state, poll.counts, poll.items

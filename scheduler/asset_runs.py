@@ -1,7 +1,7 @@
 """Creating the runs of asset-scheduled DAGs once their asset condition holds.
 
-A try's end queues each asset it updated for the DAGs waiting on it (``state/assets.py``). Each
-loop, for every DAG with queued assets, the scheduler locks the DAG's row (``FOR UPDATE SKIP
+A try's end queues each asset it updated for the DAGs waiting on it (``state/records/assets.py``).
+Each loop, for every DAG with queued assets, the scheduler locks the DAG's row (``FOR UPDATE SKIP
 LOCKED`` on PostgreSQL: another scheduler holding it is skipped, never waited for), evaluates
 the DAG's condition over what is queued, and when it holds creates one run and empties the
 queue in the same transaction. A second scheduler that reads the DAG after that commit finds
@@ -20,19 +20,17 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from scheduler.partition_runs import ASSET_TRIGGERED, create_partition_runs
-from state.assets import (
+from state.core import DagModel, DagRun, DagRunState, session_scope, structure_of, utcnow
+from state.engine import create_run
+from state.records import (
     OutletEvent,
     alias_resolutions,
     consume,
+    dags_with_work,
+    drop_keyed_events,
     queued_assets,
     sync_references,
 )
-from state.db import session_scope
-from state.enums import DagRunState
-from state.models import DagModel, DagRun, utcnow
-from state.partitions import dags_with_work, drop_keyed_events
-from state.runs import create_run
-from state.structure import structure_of
 from tradewind.assets import evaluate, references
 from tradewind.dag import DAG
 

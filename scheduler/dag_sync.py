@@ -21,9 +21,16 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from scheduler.asset_runs import sync_dag_assets
-from state.models import DEFAULT_POOL, DEFAULT_POOL_SLOTS, DagImportError, DagModel, utcnow
-from state.pools import ensure_pool, pool_names
-from state.upserts import insert_for, insert_missing
+from state.core import (
+    DEFAULT_POOL,
+    DEFAULT_POOL_SLOTS,
+    DagImportError,
+    DagModel,
+    insert_for,
+    insert_missing,
+    utcnow,
+)
+from state.engine import ensure_pool, pool_names
 from tradewind.dag import DAG
 from tradewind.loader import DagBag, ParsedDag
 

@@ -24,21 +24,27 @@ from scheduler.callbacks import LostTry, run_failure_callback
 from scheduler.dag_sync import sync_dags
 from scheduler.run_watch import RunWatch
 from scheduler.timed_runs import create_due_runs, due_dags
-from state.db import session_scope
-from state.enums import TaskInstanceState
-from state.liveness import (
+from state.core import (
+    STORE_ERRORS,
+    OutageLog,
+    TaskInstance,
+    TaskInstanceState,
+    is_store_outage,
+    session_scope,
+    utcnow,
+)
+from state.engine import (
+    Enqueue,
+    RunWakeups,
     dag_tasks,
     fail_queued,
     find_stalled_queued,
     find_zombies,
     give_up_try,
     resend_queued,
+    try_schedule_run,
 )
-from state.models import TaskInstance, utcnow
-from state.outage import STORE_ERRORS, OutageLog, is_store_outage
-from state.run_wake import RunWakeups
-from state.scheduling import Enqueue, try_schedule_run
-from state.values import purge_expired_states
+from state.records import purge_expired_states
 from tradewind.dag import DAG
 from tradewind.loader import dag_files
 from tradewind.settings import Settings

@@ -4,7 +4,7 @@ A DAG scheduled by a ``PartitionedAssetTimetable`` is not run when its assets ar
 when a *partition* of it is complete. With the DAG's row locked (``scheduler/asset_runs.py``),
 each loop: every keyed event the DAG has not mapped yet goes through the mapper of its asset
 (``to_downstream``: one key, or several for a fan-out) and is logged against the row of each
-downstream key (``state/partitions.py``). Then each row that received an event, or was ready
+downstream key (``state/records/partitions.py``). Then each row that received an event, or was ready
 before, is checked: its asset condition holds when each asset it needs has an event for the
 key, and for a rollup, when the upstream keys that arrived satisfy its wait policy over its
 window. A row that holds gets its run, carrying the key (``dag_run.partition_key``), and keeps
@@ -26,20 +26,21 @@ from urllib.parse import quote
 
 from sqlalchemy.orm import Session
 
-from state.assets import Queued, consume
-from state.partitions import (
+from state.core import DagStructure
+from state.engine import create_run
+from state.records import (
     Contribution,
     KeyedEvent,
     PendingPartition,
+    Queued,
     claim_partition,
+    consume,
     mark_ready,
     pending_partitions,
     queued_keyed_events,
     record_contributions,
     runs_of_keys,
 )
-from state.runs import create_run
-from state.structure import DagStructure
 from tradewind.assets import InvalidAsset
 from tradewind.partition_specs import Mappers
 from tradewind.partitions import RollupMapper

@@ -22,8 +22,15 @@ from dataclasses import dataclass, field
 from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
-from state.enums import ACTIVE, WAITING_FOR_TIME, DagRunState, TaskInstanceState
-from state.models import DagModel, DagRun, TaskInstance
+from state.core import (
+    ACTIVE,
+    WAITING_FOR_TIME,
+    DagModel,
+    DagRun,
+    DagRunState,
+    TaskInstance,
+    TaskInstanceState,
+)
 
 TI = TaskInstanceState
 Fingerprint = frozenset[tuple[str, int]]

@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from state.enums import DagRunState
-from state.models import DagModel, DagRun
-from state.runs import RunExists, create_run
-from state.structure import DagStructure, structures_of
+from state.core import DagModel, DagRun, DagRunState, DagStructure, structures_of
+from state.engine import RunExists, create_run
 from tradewind.partitions import cron_partition
 from tradewind.timetables import Interval, ScheduleSpec, next_interval
 

@@ -21,7 +21,7 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from state.db import get_engine  # noqa: E402  (needs the path above)
+from state.core.db import get_engine  # noqa: E402  (needs the path above)
 
 #: The files that take longest, longest first (seconds on a 2-core machine, from the suite's JUnit
 #: report). ``--dist loadfile`` hands files to the two workers in collection order

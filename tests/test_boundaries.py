@@ -1,6 +1,10 @@
 """The import boundaries of DESIGN.md §1, read from the source with ``ast`` (nothing is imported).
 
-- ``state/`` imports neither the worker nor the scheduler, nor Celery or kombu;
+- ``state/`` imports neither the worker nor the scheduler, nor Celery or kombu; inside it, the
+  core imports no other layer, the records only the core, the engine never the views and the
+  views never the engine (docs/decisions/state-in-layers.md); every other part reaches the store
+  through its faces (``state.core``, ``state.engine``, ``state.records``, ``state.views``), never
+  a module behind one;
 - the scheduler never imports the worker, and the worker never imports the scheduler;
 - ``broker_config/`` imports no other part of Tradewind;
 - ``api/`` (the API server) imports ``state/``, ``broker_config/`` and the authoring API, never
@@ -17,7 +21,8 @@
   fork server, whose imports every task process it forks inherits.
 
 Every import statement counts for the direct rules, including those inside functions and under
-``TYPE_CHECKING``; the transitive rule follows the imports a module runs when it is imported.
+``TYPE_CHECKING``; the transitive rule follows the imports a module runs when it is imported (not
+those under ``TYPE_CHECKING``: the store's faces name their modules there and import them lazily).
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ FLOORS = tuple(part for part in PARTS if part != "cli")
 class Import:
     module: str  # absolute dotted name
     lineno: int
-    top_level: bool  # run when the importing module is imported (not inside a function)
+    top_level: bool  # at module level (not inside a function)
+    typing_only: bool = False  # under ``if TYPE_CHECKING:``: never run
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -61,24 +67,39 @@ def _function_bodies(tree: ast.AST) -> set[int]:
     return inside
 
 
+def _typing_only(tree: ast.AST) -> set[int]:
+    """ids of the nodes under an ``if TYPE_CHECKING:``."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            inside.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    return inside
+
+
 def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
     """Every import of a file as absolute names; ``from a import b`` yields ``a`` and ``a.b``."""
     tree = ast.parse(path.read_text(), str(path))
     in_functions = _function_bodies(tree)
+    typing = _typing_only(tree)
     is_package = path.name == "__init__.py"
     package = module_name(path if is_package else path.parent, root)
     found = []
     for node in ast.walk(tree):
-        top = id(node) not in in_functions
+        top, unrun = id(node) not in in_functions, id(node) in typing
         if isinstance(node, ast.Import):
-            found += [Import(alias.name, node.lineno, top) for alias in node.names]
+            found += [Import(alias.name, node.lineno, top, unrun) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.append(Import(base, node.lineno, top))
-            found += [Import(f"{base}.{alias.name}", node.lineno, top) for alias in node.names]
+            found.append(Import(base, node.lineno, top, unrun))
+            found += [
+                Import(f"{base}.{alias.name}", node.lineno, top, unrun) for alias in node.names
+            ]
     return found
 
 
@@ -132,6 +153,56 @@ def test_the_wire_imports_nothing_of_tradewind_but_itself() -> None:
     assert found == []
 
 
+STATE_FACES = ("state.core", "state.engine", "state.records", "state.views")
+
+
+@pytest.mark.parametrize(
+    ("layer", "banned"),
+    [
+        ("state/core", ("state.engine", "state.records", "state.views")),
+        ("state/records", ("state.engine", "state.views")),
+        ("state/engine", ("state.views",)),
+        ("state/views", ("state.engine",)),
+    ],
+)
+def test_a_layer_of_the_store_imports_only_the_layers_beneath_it(
+    layer: str, banned: tuple[str, ...]
+) -> None:
+    assert files_of(layer), f"{layer} has no Python files: the check would prove nothing"
+    assert violations(layer, banned) == []
+
+
+def past_a_face(path: Path, root: Path = ROOT) -> list[str]:
+    """The imports of ``path`` that reach a module of the store other than through a face."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [
+            f"{path.relative_to(root)}:{node.lineno} imports {module}"
+            for module in modules
+            if is_within(module, "state") and module not in STATE_FACES
+        ]
+    return found
+
+
+@pytest.mark.parametrize("part", [part for part in PARTS if part != "state"])
+def test_every_other_part_reaches_the_store_through_its_faces(part: str) -> None:
+    assert [line for path in files_of(part) for line in past_a_face(path)] == []
+
+
+def test_the_face_rule_names_a_module_behind_a_face(tmp_path: Path) -> None:
+    module = tmp_path / "probe.py"
+    module.write_text(
+        "from state.core import get_engine\nimport state.views\nfrom state.core.db import x\n"
+    )
+    assert past_a_face(module, tmp_path) == ["probe.py:3 imports state.core.db"]
+
+
 @pytest.mark.parametrize("part", FLOORS)
 def test_no_part_imports_the_cli(part: str) -> None:
     assert violations(part, ("cli",)) == []
@@ -160,7 +231,9 @@ def reached_from(start: str) -> Iterator[str]:
             yield name
             path = first_party_file(name)
             if path is not None:
-                pending += [imp.module for imp in imports_of(path) if imp.top_level]
+                pending += [
+                    imp.module for imp in imports_of(path) if imp.top_level and not imp.typing_only
+                ]
 
 
 TASK_RUNNER_MODULES = [module_name(path) for path in files_of("worker/task_runner")]
@@ -175,7 +248,7 @@ TASK_PROCESS_BANS = ("state", "sqlalchemy", "scheduler", "celery", "kombu")
     [
         *((module, TASK_PROCESS_BANS) for module in TASK_RUNNER_MODULES),
         ("worker.fork_server_main", TASK_PROCESS_BANS),
-        ("state.scheduling", ("worker", "scheduler", "celery", "kombu")),
+        ("state.engine.scheduling", ("worker", "scheduler", "celery", "kombu")),
         ("scheduler.loop", ("worker",)),
         ("worker.execute", ("scheduler",)),
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
@@ -210,7 +283,7 @@ def test_the_checker_resolves_relative_function_level_and_from_imports(tmp_path:
         ("pkg.other.thing", True),
         ("os.path", True),
         ("state", False),
-        ("state.db", False),
+        ("state.core.db", False),
     }
 
 

@@ -1,7 +1,7 @@
 """``@task.branch`` and ``@task.short_circuit``: tasks whose result chooses what runs after them.
 
 The task process turns the result into the ids to follow (``Choice.follow``) and sends them with
-its success; the store skips the others with the end (``state.end_plan.skipped_by`` decides
+its success; the store skips the others with the end (``state.engine.end_plan.skipped_by`` decides
 which, as Airflow does), and the trigger rules carry the skips further. The task never touches
 SQL, and the choice is checked where the DAG is at hand: an id the DAG does not have fails the
 branch task with one line naming it.
@@ -112,7 +112,7 @@ def short_circuit(
 
 
 def choice_structure(chooser: Task) -> dict[str, Any]:
-    """The keys of a task's structure ``state.structure.TaskSpec`` reads for its choice."""
+    """The keys of a task's structure ``state.core.structure.TaskSpec`` reads for its choice."""
     choice: Choice | None = chooser.choice
     if choice is None:
         return {}

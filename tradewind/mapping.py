@@ -1,7 +1,7 @@
 """Mapping a task over lists: ``.expand``, ``.iterate``, ``.batch(size=k).iterate``, ``.partial``.
 
 - ``t.expand(x=xs)``: one task instance per item (map index 0..n-1), made by the scheduler once
-  the lists are known (``state/mapping.py``).
+  the lists are known (``state/engine/mapping.py``).
 - ``t.iterate(x=xs)``: ONE task instance that runs every item, ``task_concurrency`` at a time,
   with per-round checkpoints (``worker/task_runner/iterable.py``).
 - ``t.batch(size=k).iterate(x=xs)``: k task instances (map index 0..k-1), items dealt

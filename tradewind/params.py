@@ -148,7 +148,8 @@ class _Schema(Protocol):
 
 
 class _WithParams(Protocol):
-    """What ``resolve_params`` reads of a DAG's structure (``state.structure.DagStructure``)."""
+    """What ``resolve_params`` reads of a DAG's structure
+    (``state.core.structure.DagStructure``)."""
 
     @property
     def params(self) -> Mapping[str, Any]: ...

@@ -3,9 +3,9 @@ teardown(setup()):``: tasks that make and remove what the work between them uses
 
 A teardown waits for everything upstream of it and runs when one of its setups succeeded,
 whatever its work tasks did (trigger rule ``all_done_setup_success``, decided in
-``state.readiness``); its own state does not decide the run's unless ``on_failure_fail_dagrun``.
-Roles are authoring data only: the structure carries ``is_setup`` / ``is_teardown`` and the
-scheduler reads them there.
+``state.engine.readiness``); its own state does not decide the run's unless
+``on_failure_fail_dagrun``. Roles are authoring data only: the structure carries ``is_setup`` /
+``is_teardown`` and the scheduler reads them there.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def teardown(
 
 
 def control_flow_structure(chooser: Task) -> dict[str, Any]:
-    """The control-flow keys of a task's structure (``state.structure.TaskSpec``)."""
+    """The control-flow keys of a task's structure (``state.core.structure.TaskSpec``)."""
     roles = {
         "is_setup": chooser.is_setup,
         "is_teardown": chooser.is_teardown,

@@ -14,7 +14,8 @@ from typing import Any, Final
 from tradewind.context import SupervisorClient
 
 MAX_KEY_LENGTH: Final = 512
-#: Keys of iterable tasks' checkpoints (``state/checkpoints.py``); a user's key may not start so.
+#: Keys of iterable tasks' checkpoints (``state/records/checkpoints.py``); a user's key may not
+# start so.
 RESERVED_PREFIX: Final = "_iterable_"
 
 

@@ -1,4 +1,5 @@
-"""Trigger rules a task may declare: every rule of Airflow 3 (``state.readiness`` decides them)."""
+"""Trigger rules a task may declare: every rule of Airflow 3 (``state.engine.readiness`` decides
+them)."""
 
 from __future__ import annotations
 

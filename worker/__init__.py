@@ -6,8 +6,8 @@ reads no settings and touches no broker.
 Two sides, kept apart by the layout. The modules here run where the supervisors run (the
 Celery worker's own process on the threads pool, its default; each pool process on prefork): the
 supervisor and its request handlers (a try's claim and record are the store's:
-``state.try_life``), the fork server, the backend helper process, how XComs and state values are
-served. ``task_runner/`` is what a task process runs; it never imports ``state`` or SQLAlchemy.
+``state.engine.try_life``), the fork server, the backend helper process, how XComs and state values
+are served. ``task_runner/`` is what a task process runs; it never imports ``state`` or SQLAlchemy.
 Between them: ``wire/``, the messages and frames every process speaks (one module per channel),
 and the backends (``xcom/``, ``state_store/object_storage.py``), which a task process or the
 backend helper runs and the supervisor never does.

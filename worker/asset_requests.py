@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import json
 
-from state.asset_state import delete_asset_state, read_asset_state, write_asset_state
-from state.assets import asset_events_for_task
-from state.db import session_scope
+from state.core import session_scope
+from state.records import (
+    asset_events_for_task,
+    delete_asset_state,
+    read_asset_state,
+    write_asset_state,
+)
 from worker import wire as p
 from worker.request_table import handles
 from worker.try_context import TryContext

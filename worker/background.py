@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from state.outage import Retry, ride_out
+from state.core import Retry, ride_out
 
 # Calls the submitted work's result (or raises what the work raised).
 Outcome = Callable[[], Any]

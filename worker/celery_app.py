@@ -35,10 +35,17 @@ from broker_config import (
     parse_message,
     publish_many,
 )
-from state.db import forget_engines_after_fork, set_network_timeout, set_pool_size
-from state.outage import Retry, StoreUnavailable, outage_budget, ride_out, set_budget
-from state.scheduling import Enqueue
-from state.try_life import ClaimUnavailable
+from state.core import (
+    Retry,
+    StoreUnavailable,
+    forget_engines_after_fork,
+    outage_budget,
+    ride_out,
+    set_budget,
+    set_network_timeout,
+    set_pool_size,
+)
+from state.engine import ClaimUnavailable, Enqueue
 from tradewind.settings import get_settings
 from worker.execute import execute
 from worker.fork_server import stop_fork_server, use_fork_server
@@ -52,7 +59,7 @@ _publish_wait = {"seconds": 60.0}
 
 def create_app() -> Celery:
     settings = get_settings()
-    # How long a try waits out an outage of the store (state/outage.py); inherited by the pool.
+    # How long a try waits out an outage of the store (state/core/outage.py); inherited by the pool.
     budget = outage_budget(settings.zombie_threshold_seconds, settings.kill_grace_seconds)
     set_budget(budget)
     # A hung statement must fail well within the budget, so that the try is given up in time.

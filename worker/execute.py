@@ -1,7 +1,7 @@
 """One message, start to end: claim the try, run it supervised, record it, publish what is next.
 
-The store does the claim and the record (``state.try_life``); here is only what runs the try: its
-log, its task process, its supervisor, and the ``Outcome`` they end with, handed over as it is.
+The store does the claim and the record (``state.engine.try_life``); here is only what runs the try:
+its log, its task process, its supervisor, and the ``Outcome`` they end with, handed over as it is.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 
 from broker_config import TaskInstanceMessage
-from state.outcomes import Failed, Outcome, Skipped
-from state.scheduling import Enqueue
-from state.try_life import HeldTry, claim, record
+from state.engine import Enqueue, Failed, HeldTry, Outcome, Skipped, claim, record
 from tradewind.dag import DAG
 from tradewind.exceptions import TaskNotFound
 from tradewind.loader import one_line_error

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from state import checkpoints as cp
-from state.connections import get_connection as read_connection
-from state.connections import get_variable as read_variable
-from state.db import session_scope
-from state.outage import Retry, ride_out, store_probe
-from state.outcomes import Failed, Rescheduled, Skipped, Succeeded
+from state.core import Retry, ride_out, session_scope, store_probe
+from state.engine import Failed, Rescheduled, Skipped, Succeeded
+from state.records import checkpoints as cp
+from state.records import get_connection as read_connection
+from state.records import get_variable as read_variable
 from tradewind.connections import is_sensitive
 from worker import asset_requests as assets
 from worker import wire as p
@@ -119,7 +118,7 @@ def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p.Message:
 
 def handle(ctx: TryContext, request: p.Message) -> p.Message | None:
     """Run the handler of ``request``; None when its reply comes later (it waits on the helper)."""
-    # A request waits out an outage of the store (state/outage.py), as the heartbeat does.
+    # A request waits out an outage of the store (state/core/outage.py), as the heartbeat does.
     what = f"{type(request).__name__} of task instance {ctx.fence.ti_id}"
     retry = Retry(what, probe=store_probe(ctx.url))
     return answer(

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from state.transitions import Fence, TryFenced
-from state.try_life import beat
+from state.core import Fence, TryFenced
+from state.engine import beat
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ One selector loop, waiting until the nearest deadline (heartbeat due, timeout, k
 measured on ``time.monotonic()``. It answers the task's requests, copies its output to the try's
 log, heartbeats with a fenced write (learning there if the try was taken away), enforces
 ``execution_timeout`` on the task's whole process group, and says how the try ended: one
-``state.outcomes`` value, the task's own or a ``Failed`` of the supervisor's (timeout, crash), which
-the store judges and records (``state.try_life.record``).
+``state.engine.outcomes`` value, the task's own or a ``Failed`` of the supervisor's (timeout,
+crash), which the store judges and records (``state.engine.try_life.record``).
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from state.outage import BeatSchedule, OutageLog, budget_seconds, is_store_outage, one_line
-from state.outcomes import Failed, Outcome, Skipped
-from state.transitions import TryFenced
-from state.try_life import HeldTry, beat
+from state.core import BeatSchedule, OutageLog, TryFenced, budget_seconds, is_store_outage, one_line
+from state.engine import Failed, HeldTry, Outcome, Skipped, beat
 from worker import wire as p
 from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, reap_later
@@ -262,7 +260,8 @@ class SupervisorLoop:
             self.deadlines.heartbeat = self._beats.succeeded(time.monotonic())
 
     def _beat_failed(self, error: SQLAlchemyError) -> None:
-        """The store is away: beat again soon, until the try is past saving (state/outage.py)."""
+        """The store is away: beat again soon, until the try is past saving
+        (state/core/outage.py)."""
         due = self._beats.failed(error, time.monotonic())
         if due is not None:
             self.deadlines.heartbeat = due
@@ -302,7 +301,8 @@ def _pidfd_of(pid: int) -> int | None:
 
 def outcome_of(loop: SupervisorLoop) -> Outcome | None:
     """How the try ended, from what the task said and how its process exited; None when the try
-    lost its task instance (nothing is recorded). The store judges it (``state.try_life``)."""
+    lost its task instance (nothing is recorded). The store judges it
+    (``state.engine.try_life``)."""
     ctx = loop.ctx
     if ctx.lost:
         return None

@@ -3,10 +3,10 @@ the task said it ended.
 
 A ``TryContext`` is built whole, once per try (``TryContext.open`` for a claimed try), before
 its task process starts; nothing fills it in afterwards. What changes while the try runs is only
-what it learns: ``outcome`` (what the task said, the value ``state.try_life.record`` takes) and
-``lost`` (the try no longer holds its task instance). A handler that cannot reply at once replies
-through ``reply_later``; the supervisor loop sends those replies (``take_replies``), so nothing
-here needs the loop or its socket.
+what it learns: ``outcome`` (what the task said, the value ``state.engine.try_life.record`` takes)
+and ``lost`` (the try no longer holds its task instance). A handler that cannot reply at once
+replies through ``reply_later``; the supervisor loop sends those replies (``take_replies``), so
+nothing here needs the loop or its socket.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from state.outage import StoreUnavailable
-from state.outcomes import Outcome
-from state.transitions import Fence, TryFenced
-from state.values import TIKey
+from state.core import Fence, StoreUnavailable, TryFenced
+from state.engine import Outcome
+from state.records import TIKey
 from worker import wire as p
 from worker.background import Background
 from worker.logs import TryLog
@@ -28,7 +27,7 @@ from worker.xcom.base import XComBackendError
 from worker.xcom.try_xcoms import TryXComs, prepare_xcoms
 
 if TYPE_CHECKING:
-    from state.try_life import HeldTry
+    from state.engine import HeldTry
     from tradewind.settings import Settings
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from state.asset_listing import AssetView, EventRow
-from state.models import AssetAlias, AssetDagRunQueue
+from state.core import AssetAlias, AssetDagRunQueue
+from state.views import AssetView, EventRow
 
 
 class DagScheduleAssetReference(BaseModel):

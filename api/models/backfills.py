@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from state.backfills import BackfillRequest, BackfillView
+from state.engine import BackfillRequest, BackfillView
 
 
 class BackfillPostBody(BaseModel):

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from api.models.dags import DagVersionResponse
-from state.models import DagRun
+from state.core import DagRun
 
 #: Airflow's run types; Tradewind's ``test`` runs (``tradewind dags test``) show as manual.
 _RUN_TYPES = {"manual", "scheduled", "backfill", "asset_triggered"}

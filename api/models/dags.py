@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from api.structure import DagStructure, TaskSpec, is_mapped, owners, params_described
-from state.models import DagModel
+from state.core import DagModel
 
 
 class DagTagResponse(BaseModel):

@@ -12,9 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from state.listing import PoolUse, import_error_id
-from state.models import Connection, DagImportError, TaskStateValue, Variable
-from state.run_listing import XComRow
+from state.core import Connection, DagImportError, TaskStateValue, Variable
+from state.views import PoolUse, XComRow, import_error_id
 from tradewind.connections import is_sensitive
 
 MASK = "***"

@@ -13,9 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from state.enums import TaskInstanceState
-from state.models import TaskInstance
-from state.run_listing import TIRow
+from state.core import TaskInstance, TaskInstanceState
+from state.views import TIRow
 
 #: The unix user the fleet's tasks run as: whoever runs the server, as in a standalone.
 _UNIXNAME = getpass.getuser()

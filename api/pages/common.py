@@ -15,7 +15,7 @@ from fastapi import HTTPException, Request, status
 from fastapi.responses import RedirectResponse, Response
 
 from api.templating import FLASH_KEY, render
-from state.paging import Page
+from state.core import Page
 
 
 @dataclass(frozen=True)

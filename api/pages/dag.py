@@ -26,11 +26,10 @@ from api.pages.grid_model import RowWindow, build_grid, counted_keys, grid_rows,
 from api.pages.trigger_form import RUN_ID_FIELD, fields_of, read_form
 from api.structure import dag_view, owners
 from api.templating import render
-from state.listing import get_dag
-from state.models import DagModel
-from state.overview import grid_cells, recent_runs
-from state.runs import RunExists, create_run
-from state.users import Role
+from state.core import DagModel
+from state.engine import RunExists, create_run
+from state.records import Role
+from state.views import get_dag, grid_cells, recent_runs
 
 router = APIRouter()
 GRID_RUNS = 25

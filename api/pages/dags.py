@@ -18,11 +18,9 @@ from api.deps import DbSession, PageCanRun, PageUser
 from api.pages.common import Pager, back_to, flash, local_path
 from api.structure import dag_view
 from api.templating import render
-from state.dags import set_paused
-from state.listing import list_dags, list_import_errors
-from state.overview import latest_runs
-from state.paging import Page
-from state.users import Role
+from state.core import Page
+from state.records import Role, set_paused
+from state.views import latest_runs, list_dags, list_import_errors
 
 router = APIRouter()
 PAGE_SIZE = 25

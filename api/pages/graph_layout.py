@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from state.enums import TaskInstanceState
-from state.structure import DagStructure
+from state.core import DagStructure, TaskInstanceState
 
 NODE_WIDTH = 170
 NODE_HEIGHT = 34

@@ -2,7 +2,7 @@
 order, nested), a window of them, and, for each row of the window and run, one cell
 summarising its task instances.
 
-A cell is counts by state (``state.overview.grid_cells``, one aggregate query for the window:
+A cell is counts by state (``state.views.overview.grid_cells``, one aggregate query for the window:
 a group's tasks are added up by the database), so a task mapped over 2,000 items is one cell,
 drawn as a bar split by state. Which state a cell shows first follows what needs a person's
 eye first: a failure before a retry before running work before success.
@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from markupsafe import Markup, escape
 
 from api.pages.graph_layout import short_name
-from state.enums import TaskInstanceState
-from state.overview import GridCounts, RunSummary
-from state.structure import DagStructure
+from state.core import DagStructure, TaskInstanceState
+from state.views import GridCounts, RunSummary
 
 TI = TaskInstanceState
 
@@ -220,7 +219,7 @@ class RowWindow:
 
 
 def counted_keys(rows: Sequence[Row]) -> dict[str, str]:
-    """What ``state.overview.grid_cells`` counts for a window, and under which row: each task
+    """What ``state.views.overview.grid_cells`` counts for a window, and under which row: each task
     of the window under itself, each other task of a group of the window under the deepest
     such group (``build_grid`` adds the rows under a group to its cell)."""
     keyed: dict[str, str] = {}

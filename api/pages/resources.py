@@ -20,7 +20,10 @@ from api.deps import DbSession, PageCanEdit, PageRefused, PageUser, Principal
 from api.models.resources import MASK
 from api.pages.common import Pager, back_to, flash
 from api.templating import render
-from state.connections import (
+from state.core import Connection
+from state.engine import PoolRefused, delete_pool, set_pool
+from state.records import (
+    Role,
     delete_connection,
     delete_variable,
     get_connection,
@@ -28,10 +31,7 @@ from state.connections import (
     put_connection,
     set_variable,
 )
-from state.listing import list_connections_page, list_pools, list_variables_page
-from state.models import Connection
-from state.pools import PoolRefused, delete_pool, set_pool
-from state.users import Role
+from state.views import list_connections_page, list_pools, list_variables_page
 from tradewind.connections import is_sensitive
 
 router = APIRouter()

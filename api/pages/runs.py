@@ -1,7 +1,7 @@
 """The run page, ``/dags/{dag_id}/runs/{run_id}``: the run, its tasks in DAG order, its actions.
 
 A mapped or iterable task is one row with its task instances counted by state (one ``GROUP
-BY`` for the whole run, ``state.run_view``), so the page costs the same statements for three
+BY`` for the whole run, ``state.views.run_view``), so the page costs the same statements for three
 tasks as for 2,000 mapped task instances. The task table is a partial the page polls.
 """
 
@@ -20,16 +20,10 @@ from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser, Principal, require_on_page
 from api.structure import DagStructure, dag_view
 from api.templating import render
-from state.enums import DagRunState
-from state.marking import mark_run_state
-from state.models import DagModel, DagRun, utcnow
-from state.paging import NotFound
-from state.progress import ItemsProgress
-from state.run_listing import get_run
-from state.run_view import TaskSummary, items_counts, task_summaries
-from state.runs import UnknownDag, clear_task_instances, get_dag_model
-from state.users import Role
-from state.values import TIKey
+from state.core import DagModel, DagRun, DagRunState, NotFound, utcnow
+from state.engine import UnknownDag, clear_task_instances, get_dag_model
+from state.records import Role, TIKey, mark_run_state
+from state.views import ItemsProgress, TaskSummary, get_run, items_counts, task_summaries
 
 router = APIRouter(include_in_schema=False)
 RUN_PAGE = "/dags/{dag_id}/runs/{run_id}"
@@ -93,7 +87,8 @@ def task_rows(structure: DagStructure, summaries: dict[str, TaskSummary]) -> lis
 
 
 def with_items(session: DbSession, dag_id: str, run_id: str, rows: list[TaskRow]) -> list[TaskRow]:
-    """The iterable tasks' rows with their items' progress (``state.run_view.items_counts``)."""
+    """The iterable tasks' rows with their items' progress
+    (``state.views.run_view.items_counts``)."""
     keys = {
         row.task_id: TIKey(dag_id, run_id, row.task_id) for row in rows if row.kind == "iterable"
     }

@@ -21,22 +21,29 @@ from api.pages.runs import MISSING, RUN_PAGE, PageRunner, duration, missing, run
 from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
 from api.templating import render
-from state.enums import DagRunState, TaskInstanceState
-from state.marking import mark_task_instances
-from state.models import DagRun, TaskInstance
-from state.paging import MAX_PAGE_LIMIT, NotFound, Page
-from state.progress import ItemsProgress, items_progress
-from state.run_listing import (
+from state.core import (
+    MAX_PAGE_LIMIT,
+    DagRun,
+    DagRunState,
+    NotFound,
+    Page,
+    TaskInstance,
+    TaskInstanceState,
+)
+from state.engine import clear_task_instances, get_dag_model
+from state.records import Role, TIKey, mark_task_instances
+from state.views import (
+    ItemsProgress,
     TIFilter,
     get_run,
     get_task_instance,
+    items_progress,
+    items_view,
     list_task_instances,
     list_xcoms,
+    task_state_values,
+    task_summaries,
 )
-from state.run_view import items_view, task_state_values, task_summaries
-from state.runs import clear_task_instances, get_dag_model
-from state.users import Role
-from state.values import TIKey
 
 router = APIRouter(include_in_schema=False)
 TASK_PAGE = RUN_PAGE + "/tasks/{task_id}"

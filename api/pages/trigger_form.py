@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from state.structure import DagStructure
+from state.core import DagStructure
 from tradewind.params import ParamValidationError, check_value, resolve_params
 
 RUN_ID_FIELD = "run_id"

@@ -18,7 +18,7 @@ from api.deps import DbSession, PageCanAdmin, Principal
 from api.pages.common import Pager, back_to, flash
 from api.security import hash_password
 from api.templating import render
-from state.users import (
+from state.records import (
     NoSuchUser,
     Role,
     UserExists,

@@ -11,10 +11,8 @@ from sqlalchemy.orm import Session
 
 from api.dependencies import Blocker, Situation, blockers
 from api.structure import DagStructure
-from state.enums import FINISHED, TaskInstanceState
-from state.listing import get_pool_use
-from state.models import DagModel, DagRun, TaskInstance, utcnow
-from state.run_view import TaskSummary, active_in_dag, task_summaries
+from state.core import FINISHED, DagModel, DagRun, TaskInstance, TaskInstanceState, utcnow
+from state.views import TaskSummary, active_in_dag, get_pool_use, task_summaries
 
 TI = TaskInstanceState
 

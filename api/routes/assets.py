@@ -27,7 +27,9 @@ from api.models.assets import (
     queued_response,
 )
 from api.paging import IdPath, IdQuery, OptionalMapIndex, Paging
-from state.asset_listing import (
+from state.core import utcnow
+from state.engine import get_dag_model
+from state.views import (
     AssetFilter,
     EventFilter,
     HandMadeEvent,
@@ -39,8 +41,6 @@ from state.asset_listing import (
     list_events_page,
     queued_for_dag,
 )
-from state.models import utcnow
-from state.runs import get_dag_model
 
 router = APIRouter(tags=["Asset"])
 Text = str | None

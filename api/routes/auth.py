@@ -22,7 +22,7 @@ from api.csrf import FormPost
 from api.deps import SESSION_USER, Context, DbSession
 from api.security import check_password
 from api.templating import render
-from state.users import get_user
+from state.records import get_user
 
 router = APIRouter(prefix="/auth", tags=["Auth"])
 

@@ -1,6 +1,6 @@
 """``/api/v2/backfills``: list, create (or dry-run), pause, resume and cancel backfills.
 
-Creating one goes through ``state.backfills.create_backfill``, as ``tradewind dags backfill``
+Creating one goes through ``state.engine.backfills.create_backfill``, as ``tradewind dags backfill``
 does; viewers read, ``user`` creates and changes.
 """
 
@@ -19,16 +19,16 @@ from api.models.backfills import (
 )
 from api.paging import IdPath, Paging
 from api.structure import check_conf
-from state.backfills import (
+from state.engine import (
     BackfillRequest,
     cancel_backfill,
     create_backfill,
     get_backfill,
+    get_dag_model,
     list_backfills,
     plan_backfill,
     set_paused,
 )
-from state.runs import get_dag_model
 
 router = APIRouter(prefix="/backfills", tags=["Backfill"])
 

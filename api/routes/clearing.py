@@ -6,9 +6,8 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from state.enums import TaskInstanceState
-from state.models import DagRun
-from state.run_listing import task_ids_in_states
+from state.core import DagRun, TaskInstanceState
+from state.views import task_ids_in_states
 
 FAILED = (TaskInstanceState.FAILED, TaskInstanceState.UPSTREAM_FAILED)
 

@@ -15,9 +15,9 @@ from api.models.resources import (
     connection_response,
 )
 from api.paging import Paging
-from state.connections import delete_connection, get_connection, put_connection
-from state.listing import list_connections_page
-from state.paging import NotFound
+from state.core import NotFound
+from state.records import delete_connection, get_connection, put_connection
+from state.views import list_connections_page
 
 router = APIRouter(prefix="/connections", tags=["Connection"])
 

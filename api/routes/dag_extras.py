@@ -18,10 +18,9 @@ from api.models.resources import (
     import_error_response,
 )
 from api.paging import Paging
-from state.enums import DagRunState
-from state.listing import get_import_error, list_import_errors, run_counts
-from state.paging import MAX_PAGE_LIMIT, NotFound
-from state.runs import get_dag_model
+from state.core import MAX_PAGE_LIMIT, DagRunState, NotFound
+from state.engine import get_dag_model
+from state.views import get_import_error, list_import_errors, run_counts
 
 router = APIRouter()
 

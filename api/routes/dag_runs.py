@@ -19,11 +19,10 @@ from api.models.task_instances import TaskInstanceCollectionResponse, ti_respons
 from api.paging import Paging
 from api.routes.clearing import FAILED, tasks_to_clear
 from api.structure import check_conf
-from state.enums import CLEARABLE, DagRunState
-from state.marking import delete_run, mark_run_state
-from state.paging import MAX_PAGE_LIMIT, Page
-from state.run_listing import RunFilter, TIFilter, get_run, list_runs, list_task_instances
-from state.runs import clear_task_instances, create_run, get_dag_model
+from state.core import CLEARABLE, MAX_PAGE_LIMIT, DagRunState, Page
+from state.engine import clear_task_instances, create_run, get_dag_model
+from state.records import delete_run, mark_run_state
+from state.views import RunFilter, TIFilter, get_run, list_runs, list_task_instances
 
 router = APIRouter(prefix="/dags/{dag_id}/dagRuns", tags=["DagRun"])
 

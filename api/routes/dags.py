@@ -18,12 +18,10 @@ from api.models.dags import (
 )
 from api.paging import Paging
 from api.structure import dag_view
-from state.dags import set_paused
-from state.enums import DagRunState
-from state.listing import DagFilter, files_with_import_errors, list_dags
-from state.models import DagModel
-from state.run_listing import count_runs_by_state
-from state.runs import get_dag_model
+from state.core import DagModel, DagRunState
+from state.engine import get_dag_model
+from state.records import set_paused
+from state.views import DagFilter, count_runs_by_state, files_with_import_errors, list_dags
 
 router = APIRouter(prefix="/dags", tags=["DAG"])
 

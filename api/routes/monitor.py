@@ -12,7 +12,7 @@ from fastapi import APIRouter, Response, status
 from pydantic import BaseModel
 
 from api.deps import Context
-from state.db import store_answers
+from state.core import store_answers
 
 router = APIRouter(tags=["Monitor", "Version"])
 

@@ -13,9 +13,9 @@ from api.models.resources import (
     pool_response,
 )
 from api.paging import Paging
-from state.listing import get_pool_use, list_pools
-from state.paging import NotFound
-from state.pools import delete_pool, set_pool
+from state.core import NotFound
+from state.engine import delete_pool, set_pool
+from state.views import get_pool_use, list_pools
 
 router = APIRouter(prefix="/pools", tags=["Pool"])
 

@@ -23,10 +23,9 @@ from api.models.resources import (
     state_value_response,
 )
 from api.paging import MapIndexQuery, Paging
-from state.marking import delete_state_values, set_state_value
-from state.paging import NotFound
-from state.run_listing import get_state_value, get_task_instance, list_state_values
-from state.values import TIKey, database_max_value_bytes
+from state.core import NotFound
+from state.records import TIKey, database_max_value_bytes, delete_state_values, set_state_value
+from state.views import get_state_value, get_task_instance, list_state_values
 
 PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/state-store"
 router = APIRouter(prefix=PATH, tags=["Task State Store"])

@@ -18,11 +18,10 @@ from api.models.task_instances import (
 )
 from api.paging import MapIndexPath, MapIndexQuery, TryNumberPath
 from api.structure import dag_view
-from state.listing import get_pool_use
-from state.models import utcnow
-from state.run_listing import get_run, get_task_instance, upstream_states
-from state.runs import get_dag_model
-from state.values import TIKey
+from state.core import utcnow
+from state.engine import get_dag_model
+from state.records import TIKey
+from state.views import get_pool_use, get_run, get_task_instance, upstream_states
 
 PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}"
 router = APIRouter(prefix=PATH, tags=["Task Instance"])

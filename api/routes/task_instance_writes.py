@@ -18,19 +18,10 @@ from api.models.task_instances import (
 from api.paging import MapIndexPath, OptionalMapIndex
 from api.routes.clearing import FAILED
 from api.structure import DagStructure, dag_view
-from state.enums import CLEARABLE, TaskInstanceState
-from state.marking import mark_task_instances
-from state.models import DagRun
-from state.paging import MAX_PAGE_LIMIT, Page
-from state.run_listing import (
-    RunFilter,
-    TIFilter,
-    TIRow,
-    get_run,
-    list_runs,
-    list_task_instances,
-)
-from state.runs import clear_task_instances, get_dag_model
+from state.core import CLEARABLE, MAX_PAGE_LIMIT, DagRun, Page, TaskInstanceState
+from state.engine import clear_task_instances, get_dag_model
+from state.records import mark_task_instances
+from state.views import RunFilter, TIFilter, TIRow, get_run, list_runs, list_task_instances
 
 router = APIRouter(tags=["Task Instance"])
 TI_PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}"

@@ -16,10 +16,10 @@ from api.models.task_instances import (
     tries_of,
 )
 from api.paging import IntsQuery, MapIndexPath, MapIndexQuery, Paging, TryNumberPath
-from state.paging import NotFound
-from state.run_listing import TIFilter, get_run, get_task_instance, list_task_instances
-from state.runs import get_dag_model
-from state.values import TIKey
+from state.core import NotFound
+from state.engine import get_dag_model
+from state.records import TIKey
+from state.views import TIFilter, get_run, get_task_instance, list_task_instances
 
 PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances"
 router = APIRouter(prefix=PATH, tags=["Task Instance"])

@@ -7,8 +7,8 @@ from fastapi import APIRouter
 from api.deps import CanRead, DbSession
 from api.models.dags import TaskCollectionResponse, TaskResponse, task_response
 from api.structure import dag_view
-from state.paging import BadOrdering, NotFound
-from state.runs import get_dag_model
+from state.core import BadOrdering, NotFound
+from state.engine import get_dag_model
 
 router = APIRouter(prefix="/dags/{dag_id}/tasks", tags=["Task"])
 

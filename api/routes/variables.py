@@ -16,9 +16,9 @@ from api.models.resources import (
     variable_response,
 )
 from api.paging import Paging
-from state.connections import delete_variable, get_variable, set_variable
-from state.listing import list_variables_page
-from state.paging import NotFound
+from state.core import NotFound
+from state.records import delete_variable, get_variable, set_variable
+from state.views import list_variables_page
 
 router = APIRouter(prefix="/variables", tags=["Variable"])
 

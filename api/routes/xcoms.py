@@ -13,8 +13,8 @@ from api.models.resources import (
     xcom_value,
 )
 from api.paging import MapIndexQuery, OptionalMapIndex, Paging
-from state.run_listing import get_xcom, list_xcoms
-from state.values import TIKey
+from state.records import TIKey
+from state.views import get_xcom, list_xcoms
 
 PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/xcomEntries"
 router = APIRouter(prefix=PATH, tags=["XCom"])

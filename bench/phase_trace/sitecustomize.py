@@ -26,7 +26,7 @@ PHASES = {
     "broker_config.redis_transport": ["Channel._brpop_read"],
     "broker_config.publish": ["publish_many"],
     "worker.celery_app": ["execute_task_instance"],
-    "state.try_life": ["claim", "record"],
+    "state.engine.try_life": ["claim", "record"],
     "worker.execute": ["_record", "run_claimed", "TryLog"],
     "worker.fork_server": ["start_python_task"],
     "worker.supervisor": ["supervise_process"],

@@ -9,9 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from scheduler.asset_runs import create_asset_triggered_runs
-from state.assets import EventSource, OutletEvent, record_events
-from state.db import session_scope
-from state.models import utcnow
+from state.core.db import session_scope
+from state.core.models import utcnow
+from state.records.assets import EventSource, OutletEvent, record_events
 from tests.api.conftest import conforms
 from tests.state.harness import Home
 

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from api.app import SESSION_COOKIE
 from api.security import Tokens
-from state.db import session_scope
-from state.models import User
+from state.core.db import session_scope
+from state.core.models import User
 from tests.api.conftest import PASSWORD
 from tests.state.harness import Home
 
@@ -211,7 +211,7 @@ def test_pages_get_the_role_check_and_scripts_the_csrf_header(home: Home) -> Non
     from api import create_app
     from api.csrf import CsrfChecked
     from api.deps import require_on_page
-    from state.users import Role
+    from state.records.users import Role
 
     app = create_app(home.settings)
     pages = APIRouter()

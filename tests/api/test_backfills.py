@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from state.db import session_scope
-from state.models import DagRun
+from state.core.db import session_scope
+from state.core.models import DagRun
 from tests.api.conftest import conforms
 from tests.state.harness import Home
 

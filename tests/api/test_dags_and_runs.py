@@ -7,8 +7,8 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from state.db import session_scope
-from state.models import DagModel
+from state.core.db import session_scope
+from state.core.models import DagModel
 from tests.api.conftest import conforms
 from tests.state.harness import TI, Home
 
@@ -163,7 +163,7 @@ def test_a_run_marked_success_marks_its_unfinished_tasks(
 def _run_pk(home: Home, run_id: str) -> int:
     from sqlalchemy import select
 
-    from state.models import DagRun
+    from state.core.models import DagRun
 
     with session_scope(home.url) as session:
         return session.scalars(select(DagRun.id).where(DagRun.run_id == run_id)).one()

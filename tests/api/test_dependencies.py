@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 from api.dependencies import Situation, blockers
-from state.enums import DagRunState, TaskInstanceState
-from state.listing import PoolUse
-from state.models import TaskInstance
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import TaskInstance
+from state.views.listing import PoolUse
 
 TI = TaskInstanceState
 NOW = dt.datetime(2026, 12, 1, 10, tzinfo=dt.UTC)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from state.db import session_scope
-from state.models import DagRun, TaskInstance
+from state.core.db import session_scope
+from state.core.models import DagRun, TaskInstance
 from tests.state.harness import Home, counting_statements
 
 Headers = Callable[[str], dict[str, str]]
@@ -48,8 +48,8 @@ def test_listing_task_instances_does_not_grow_with_the_run(
 def test_asset_and_backfill_listings_do_not_grow_with_their_rows(
     api: TestClient, as_role: Headers, home: Home
 ) -> None:
-    from state.assets import EventSource, OutletEvent, record_events
-    from state.models import utcnow
+    from state.core.models import utcnow
+    from state.records.assets import EventSource, OutletEvent, record_events
 
     viewer = as_role("viewer")
     paths = ("/api/v2/assets", "/api/v2/assets/events", "/api/v2/assets/aliases")

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from state.connections import get_connection, get_variable
-from state.db import session_scope
+from state.core.db import session_scope
+from state.records.connections import get_connection, get_variable
 from tests.api.conftest import conforms
 from tests.state.harness import Home
 

@@ -16,10 +16,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from state.checkpoints import batch_key
-from state.db import session_scope
-from state.enums import TaskInstanceState
-from state.models import DagModel, TaskInstance, TaskStateValue
+from state.core.db import session_scope
+from state.core.enums import TaskInstanceState
+from state.core.models import DagModel, TaskInstance, TaskStateValue
+from state.records.checkpoints import batch_key
 from tests.api.conftest import PASSWORD
 from tests.state.harness import Home, counting_statements
 

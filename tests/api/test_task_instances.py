@@ -9,8 +9,8 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from state.db import session_scope
-from state.models import DagRun, TaskInstance, TaskStateValue, XCom, utcnow
+from state.core.db import session_scope
+from state.core.models import DagRun, TaskInstance, TaskStateValue, XCom, utcnow
 from tests.api.conftest import conforms
 from tests.state.harness import TI, Home
 from tradewind.settings import log_path

@@ -19,7 +19,7 @@ from kombu.exceptions import OperationalError
 
 from broker_config import publish
 from broker_config.app import make_celery_app
-from state.scheduling import Enqueue
+from state.engine.scheduling import Enqueue
 from tests.integration.conftest import redis_url
 
 __all__ = ["redis_url"]  # the fixture, used by name

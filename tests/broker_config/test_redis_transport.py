@@ -11,7 +11,7 @@ import redis
 from broker_config import redis_transport
 from broker_config.app import make_celery_app
 from broker_config.publish import publish_many
-from state.scheduling import Enqueue
+from state.engine.scheduling import Enqueue
 
 DATABASE = 13  # a database of its own, flushed around each test
 URL = f"redis://127.0.0.1:6379/{DATABASE}"

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select
 
-from state.db import session_scope
-from state.models import TaskInstance
+from state.core.db import session_scope
+from state.core.models import TaskInstance
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app
-from state.db import session_scope
-from state.users import get_user
+from state.core.db import session_scope
+from state.records.users import get_user
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

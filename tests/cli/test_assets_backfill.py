@@ -14,8 +14,8 @@ from typer.testing import Result
 
 from scheduler import loop
 from scheduler.loop import Scheduler
-from state.db import session_scope
-from state.models import DagRun
+from state.core.db import session_scope
+from state.core.models import DagRun
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typer.testing import CliRunner, Result
 
 from cli.main import app
-from state.connections import get_connection, get_variable
-from state.db import session_scope
+from state.core.db import session_scope
+from state.records.connections import get_connection, get_variable
 from tradewind.settings import get_settings
 
 Cli = Callable[..., Result]

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select
 from typer.testing import Result
 
-from state.db import session_scope
-from state.models import DagRun, TaskInstance
+from state.core.db import session_scope
+from state.core.models import DagRun, TaskInstance
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app
-from state.migrate import current_revision
-from state.models import SCHEMA_REVISION
+from state.core.migrate import current_revision
+from state.core.models import SCHEMA_REVISION
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

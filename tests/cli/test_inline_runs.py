@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import update
 
 from cli.logs import follow_log, resolve_log
-from state.db import session_scope
-from state.models import TaskInstance
+from state.core.db import session_scope
+from state.core.models import TaskInstance
 from tradewind.settings import get_settings
 from worker.logs import log_path
 

@@ -18,8 +18,8 @@ from typer.testing import Result
 
 from cli.render import RunProgress
 from cli.watch import read_progress
-from state.db import get_engine
-from state.progress import ItemsProgress
+from state.core.db import get_engine
+from state.views.progress import ItemsProgress
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import select
 
 from cli.standalone import WORKER_STOP_SECONDS
-from state.db import session_scope
-from state.models import TaskInstance
+from state.core.db import session_scope
+from state.core.models import TaskInstance
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv, processes_using, run_tradewind, started

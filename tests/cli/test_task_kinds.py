@@ -12,10 +12,10 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import select
 
-from state.db import session_scope
-from state.enums import TaskInstanceState as TI
-from state.models import TaskInstance
-from state.transitions import transition_tis
+from state.core.db import session_scope
+from state.core.enums import TaskInstanceState as TI
+from state.core.models import TaskInstance
+from state.core.transitions import transition_tis
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import update
 from typer.testing import Result
 
-from state.db import session_scope
-from state.models import TaskInstance, TaskStateValue
-from state.objects import STATE_OBJECT_KEY
+from state.core.db import session_scope
+from state.core.models import TaskInstance, TaskStateValue
+from state.core.objects import STATE_OBJECT_KEY
 
 from .conftest import CliEnv
 

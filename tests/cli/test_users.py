@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from typer.testing import Result
 
-from state.db import session_scope
-from state.users import get_user
+from state.core.db import session_scope
+from state.records.users import get_user
 from tradewind.settings import get_settings
 
 from .conftest import CliEnv

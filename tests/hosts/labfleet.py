@@ -22,10 +22,10 @@ from netlab import Lab, Popen
 from sqlalchemy import select
 
 from scheduler.dag_sync import sync_dags
-from state.db import get_engine, session_scope
-from state.migrate import upgrade
-from state.models import DagRun, TaskInstance
-from state.runs import create_run
+from state.core.db import get_engine, session_scope
+from state.core.migrate import upgrade
+from state.core.models import DagRun, TaskInstance
+from state.engine.runs import create_run
 
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = Path(__file__).with_name("dags")

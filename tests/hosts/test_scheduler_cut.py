@@ -70,7 +70,7 @@ def _retry_gaps(records: list[dict[str, Any]]) -> dict[str, float]:
     return {ti: starts[ti] - ends[ti] for ti in starts}
 
 
-#: Held by a pass that queues (the DAG's row, ``state/pools.py``), until it commits.
+#: Held by a pass that queues (the DAG's row, ``state/engine/pools.py``), until it commits.
 _DAG_LOCK_HOLDERS = """
 SELECT host(a.client_addr) FROM pg_locks l
 JOIN pg_stat_activity a ON a.pid = l.pid JOIN pg_class c ON c.oid = l.relation

@@ -24,10 +24,10 @@ import redis
 from sqlalchemy import select
 
 from scheduler.dag_sync import sync_dags
-from state.db import get_engine, session_scope
-from state.migrate import upgrade
-from state.models import DagRun, TaskInstance, XCom
-from state.runs import create_run
+from state.core.db import get_engine, session_scope
+from state.core.migrate import upgrade
+from state.core.models import DagRun, TaskInstance, XCom
+from state.engine.runs import create_run
 
 DAGS = Path(__file__).parent / "dags"
 REDIS = "redis://127.0.0.1:6379"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from state.db import session_scope
-from state.models import DagRun
+from state.core.db import session_scope
+from state.core.models import DagRun
 from tests.integration.conftest import Fleet
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

@@ -83,7 +83,7 @@ def test_supervisor_killed_mid_task_is_recovered_by_the_zombie_rule(
 
 def test_a_duplicate_message_does_not_run_a_try_twice(fleet, tmp_path: Path) -> None:
     from broker_config import make_celery_app, publish_many
-    from state.scheduling import Enqueue
+    from state.engine.scheduling import Enqueue
 
     fleet.start_worker(concurrency=2)
     fleet.start_scheduler()

@@ -27,10 +27,10 @@ import psycopg
 import pytest
 from sqlalchemy import func, select
 
-from state.db import forget_engines_after_fork, get_engine, session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.liveness import dag_tasks, give_up_try
-from state.models import TaskInstance, TaskStateValue, XCom, utcnow
+from state.core.db import forget_engines_after_fork, get_engine, session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import TaskInstance, TaskStateValue, XCom, utcnow
+from state.engine.liveness import dag_tasks, give_up_try
 from tests.worker.iterable_support import Stack, message_of
 from worker.execute import execute
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from state.db import get_engine
+from state.core.db import get_engine
 from tests.integration.conftest import Fleet
 from tests.integration.test_outages_servers import (
     PostgresServer,

@@ -24,8 +24,8 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from scheduler.dag_sync import sync_dags
-from state.db import get_engine, session_scope
-from state.migrate import upgrade
+from state.core.db import get_engine, session_scope
+from state.core.migrate import upgrade
 from tests.integration.conftest import Fleet, _base_env
 
 PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), Path("/nonexistent"))

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from state.db import get_engine, session_scope
-from state.models import DagRun, PartitionDagRun, PartitionEventQueue
-from state.partitions import Contribution, KeyedEvent, claim_partition, record_contributions
+from state.core.db import get_engine, session_scope
+from state.core.models import DagRun, PartitionDagRun, PartitionEventQueue
+from state.records.partitions import Contribution, KeyedEvent, claim_partition, record_contributions
 from tests.integration.conftest import Fleet
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from state.db import session_scope
-from state.pools import set_pool
+from state.core.db import session_scope
+from state.engine.pools import set_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

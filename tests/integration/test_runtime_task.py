@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from state.connections import put_connection
-from state.db import session_scope
+from state.core.db import session_scope
+from state.records.connections import put_connection
 from tests.worker.xcom_support import Moto, running_moto
 from worker.xcom.object_storage import REFERENCE_KEY
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from state.db import session_scope
-from state.models import DagRun, TaskInstance
-from state.runs import create_run
+from state.core.db import session_scope
+from state.core.models import DagRun, TaskInstance
+from state.engine.runs import create_run
 from tests.integration.conftest import Fleet
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
-from state.db import get_engine, session_factory
-from state.models import Base, DagModel, DagRun, Pool, TaskInstance, utcnow
-from state.runs import create_run
+from state.core.db import get_engine, session_factory
+from state.core.models import Base, DagModel, DagRun, Pool, TaskInstance, utcnow
+from state.engine.runs import create_run
 
 
 def task_spec(upstream: list[str] | None = None, **options: Any) -> dict[str, Any]:

@@ -22,12 +22,12 @@ from scheduler import loop
 from scheduler.asset_runs import create_asset_triggered_runs
 from scheduler.loop import Scheduler
 from scheduler.timed_runs import create_due_runs, due_dags
-from state.assets import consume, list_assets, list_events, queued_assets
-from state.backfills import BackfillRequest, create_backfill
-from state.db import session_scope
-from state.models import AssetDagRunQueue, DagRun
-from state.runs import create_run
-from state.scheduling import Enqueue
+from state.core.db import session_scope
+from state.core.models import AssetDagRunQueue, DagRun
+from state.engine.backfills import BackfillRequest, create_backfill
+from state.engine.runs import create_run
+from state.engine.scheduling import Enqueue
+from state.records.assets import consume, list_assets, list_events, queued_assets
 from tests.state.harness import Home, tradewind_home
 from worker.execute import execute
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from state.db import session_scope
-from state.models import DagImportError, DagModel
-from state.pools import set_pool
+from state.core.db import session_scope
+from state.core.models import DagImportError, DagModel
+from state.engine.pools import set_pool
 from tests.state.harness import Home, tradewind_home
 
 HEADER = """

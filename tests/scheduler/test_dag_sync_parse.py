@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from scheduler.dag_sync import sync_dags
-from state.models import DagModel
+from state.core.models import DagModel
 from tradewind.dag import DAG
 
 FILE = """

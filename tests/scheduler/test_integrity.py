@@ -10,12 +10,12 @@ import pytest
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
-from state.db import session_factory
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DagModel, DagRun, TaskInstance
-from state.runs import verify_integrity
-from state.scheduling import schedule_run_by_pk, try_schedule_run
-from state.structure import structure_of
+from state.core.db import session_factory
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagModel, DagRun, TaskInstance
+from state.core.structure import structure_of
+from state.engine.runs import verify_integrity
+from state.engine.scheduling import schedule_run_by_pk, try_schedule_run
 from tests.scheduler.conftest import create_schema, new_run, store_dag, tis_of, wide
 
 TI = TaskInstanceState

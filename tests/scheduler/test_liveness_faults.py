@@ -26,14 +26,14 @@ from sqlalchemy import select, update
 from broker_config import message_of
 from scheduler import loop
 from scheduler.loop import Scheduler
-from state.db import session_scope
-from state.end import record_end
-from state.enums import TaskInstanceState
-from state.liveness import give_up_try
-from state.models import DagRun, TaskInstance, XCom, utcnow
-from state.outcomes import Failed
-from state.scheduling import Enqueue
-from state.try_life import HeldTry, claim_try, judge
+from state.core.db import session_scope
+from state.core.enums import TaskInstanceState
+from state.core.models import DagRun, TaskInstance, XCom, utcnow
+from state.engine.end import record_end
+from state.engine.liveness import give_up_try
+from state.engine.outcomes import Failed
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import HeldTry, claim_try, judge
 from tests.state.harness import Home, tradewind_home
 
 TI = TaskInstanceState

@@ -20,15 +20,15 @@ from sqlalchemy import make_url, select, update
 from broker_config import message_of
 from scheduler import loop
 from scheduler.loop import Scheduler
-from state.db import session_scope
-from state.end import record_end
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DagImportError, DagModel, TaskInstance, utcnow
-from state.outcomes import Succeeded
-from state.scheduling import Enqueue
-from state.transitions import Fence, TryFenced
-from state.try_life import HeldTry, claim_try, judge
-from state.values import TIKey, write_xcom
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagImportError, DagModel, TaskInstance, utcnow
+from state.core.transitions import Fence, TryFenced
+from state.engine.end import record_end
+from state.engine.outcomes import Succeeded
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import HeldTry, claim_try, judge
+from state.records.values import TIKey, write_xcom
 from tests.state.harness import Home, tradewind_home
 from worker.start_beats import StartBeats
 

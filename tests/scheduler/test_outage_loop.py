@@ -15,7 +15,7 @@ from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from scheduler import loop
 from scheduler.loop import Scheduler
-from state.scheduling import Enqueue
+from state.engine.scheduling import Enqueue
 from tests.scheduler.test_liveness_faults import STUB_APP, make_home
 from tests.state.harness import Home
 

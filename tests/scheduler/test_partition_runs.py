@@ -22,9 +22,9 @@ from cli.runs import run_record
 from scheduler import loop
 from scheduler.asset_runs import create_asset_triggered_runs
 from scheduler.partition_runs import partition_run_id
-from state.db import session_scope
-from state.models import DagRun, PartitionDagRun, PartitionEventQueue, PartitionKeyLog, utcnow
-from state.scheduling import Enqueue
+from state.core.db import session_scope
+from state.core.models import DagRun, PartitionDagRun, PartitionEventQueue, PartitionKeyLog, utcnow
+from state.engine.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
 from worker.execute import execute
 

@@ -1,6 +1,6 @@
 """Pools, max_active_tasks and max_active_runs hold across runs, DAGs and schedulers.
 
-Limits are counted from the task instances and runs themselves (state/pools.py), so a slot is
+Limits are counted from the task instances and runs themselves (state/engine/pools.py), so a slot is
 free again as soon as its try ends, whichever way it ends.
 """
 
@@ -15,14 +15,14 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from state.db import session_factory, session_scope
-from state.enums import ACTIVE, DagRunState, TaskInstanceState
-from state.liveness import fail_queued, give_up_try
-from state.models import DagRun, TaskInstance, utcnow
-from state.pools import delete_pool, pool_usage, set_pool
-from state.runs import clear_task_instances
-from state.scheduling import schedule_run_by_pk
-from state.transitions import Fence, transition_tis
+from state.core.db import session_factory, session_scope
+from state.core.enums import ACTIVE, DagRunState, TaskInstanceState
+from state.core.models import DagRun, TaskInstance, utcnow
+from state.core.transitions import Fence, transition_tis
+from state.engine.liveness import fail_queued, give_up_try
+from state.engine.pools import delete_pool, pool_usage, set_pool
+from state.engine.runs import clear_task_instances
+from state.engine.scheduling import schedule_run_by_pk
 from tests.scheduler.conftest import create_schema, new_run, store_dag, wide
 
 TI = TaskInstanceState

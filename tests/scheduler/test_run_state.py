@@ -8,13 +8,13 @@ import datetime as dt
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from state.enums import DagRunState, TaskInstanceState
-from state.liveness import find_stalled_queued, find_zombies
-from state.models import DagRun, TaskInstance, utcnow
-from state.readiness import TIRow, evaluate, run_outcome
-from state.runs import get_dag_model
-from state.scheduling import CachedDag, schedule_run, schedule_run_by_pk
-from state.structure import structure_of
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagRun, TaskInstance, utcnow
+from state.core.structure import structure_of
+from state.engine.liveness import find_stalled_queued, find_zombies
+from state.engine.readiness import TIRow, evaluate, run_outcome
+from state.engine.runs import get_dag_model
+from state.engine.scheduling import CachedDag, schedule_run, schedule_run_by_pk
 from tests.scheduler.conftest import (
     StatementLog,
     new_run,

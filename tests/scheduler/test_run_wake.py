@@ -12,10 +12,10 @@ from sqlalchemy import select
 
 from scheduler import loop
 from scheduler.loop import LoopStats, Scheduler
-from state import run_wake
-from state.db import get_engine, session_scope
-from state.models import TaskInstance
-from state.run_wake import RunWakeups
+from state.core.db import get_engine, session_scope
+from state.core.models import TaskInstance
+from state.engine import run_wake
+from state.engine.run_wake import RunWakeups
 from tests.scheduler.conftest import create_schema, new_run, store_dag, wide
 from tradewind.settings import Settings
 

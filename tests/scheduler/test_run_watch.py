@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 from scheduler import loop
 from scheduler.loop import Scheduler
 from scheduler.run_watch import RunWatch
-from state.enums import TaskInstanceState
-from state.models import DagRun, TaskInstance, utcnow
-from state.scheduling import try_schedule_run
+from state.core.enums import TaskInstanceState
+from state.core.models import DagRun, TaskInstance, utcnow
+from state.engine.scheduling import try_schedule_run
 from tests.scheduler.conftest import new_run, store_dag, task_spec
 from tests.state.harness import tradewind_home
 

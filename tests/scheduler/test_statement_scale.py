@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from sqlalchemy import event, update
 
-from state.db import get_engine, session_factory, session_scope
-from state.enums import TaskInstanceState
-from state.models import DEFAULT_POOL, DagRun, TaskInstance, utcnow
-from state.pools import set_pool
-from state.scheduling import schedule_run_by_pk
+from state.core.db import get_engine, session_factory, session_scope
+from state.core.enums import TaskInstanceState
+from state.core.models import DEFAULT_POOL, DagRun, TaskInstance, utcnow
+from state.engine.pools import set_pool
+from state.engine.scheduling import schedule_run_by_pk
 from tests.scheduler.conftest import (
     StatementLog,
     create_schema,

@@ -15,9 +15,9 @@ from sqlalchemy import select
 from scheduler import loop
 from scheduler.loop import Scheduler
 from scheduler.timed_runs import create_due_runs, due_dags
-from state.dags import NoSuchDag, set_paused
-from state.db import session_scope
-from state.models import DagModel, DagRun, utcnow
+from state.core.db import session_scope
+from state.core.models import DagModel, DagRun, utcnow
+from state.records.dags import NoSuchDag, set_paused
 from tests.state.harness import Home, tradewind_home
 
 PG_DATABASE_PREFIX = "tw_timed_"

@@ -19,16 +19,16 @@ import pytest
 from sqlalchemy import event, select
 
 from scheduler.dag_sync import SyncResult, sync_dags
-from state.db import get_engine, session_scope
-from state.end import Recorded
-from state.enums import DagRunState, TaskInstanceState
-from state.migrate import upgrade
-from state.models import DagModel, DagRun, TaskInstance, XCom
-from state.outcomes import Outcome
-from state.runs import create_run
-from state.scheduling import Enqueue, schedule_run_by_pk
-from state.transitions import transition_tis
-from state.try_life import HeldTry, record
+from state.core.db import get_engine, session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.migrate import upgrade
+from state.core.models import DagModel, DagRun, TaskInstance, XCom
+from state.core.transitions import transition_tis
+from state.engine.end import Recorded
+from state.engine.outcomes import Outcome
+from state.engine.runs import create_run
+from state.engine.scheduling import Enqueue, schedule_run_by_pk
+from state.engine.try_life import HeldTry, record
 from tradewind.settings import Settings, reload_settings
 
 TI = TaskInstanceState
@@ -146,7 +146,7 @@ class StatementCounter:
 
 
 def end_claimed(url: str, held: HeldTry, outcome: Outcome) -> Recorded:
-    """End a held try as its supervisor does (``state.try_life.record``): whether the end was
+    """End a held try as its supervisor does (``state.engine.try_life.record``): whether the end was
     recorded, and what it queued."""
     ended = record(url, held, outcome)
     return Recorded(ended.recorded, ended.enqueued)

@@ -11,14 +11,14 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
-import state.end
-import state.scheduling
+import state.engine.end
+import state.engine.scheduling
 from broker_config import message_of
-from state.db import get_engine, statement_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.outcomes import Succeeded
-from state.scheduling import Enqueue
-from state.try_life import HeldTry, claim_try
+from state.core.db import get_engine, statement_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.engine.outcomes import Succeeded
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import HeldTry, claim_try
 from tests.state.harness import Home, end_claimed, tradewind_home
 
 TI = TaskInstanceState
@@ -125,7 +125,7 @@ def test_a_branch_whose_pass_fails_still_records_its_skips_with_its_end(
     def failing_pass(*args: Any) -> None:
         raise OperationalError("pass", {}, Exception("the pass failed"))
 
-    monkeypatch.setattr(state.end, "pass_after_end", failing_pass)
+    monkeypatch.setattr(state.engine.end, "pass_after_end", failing_pass)
     home.write_dag(BRANCH_DAG.replace("{width}", "3"))
     assert home.sync().import_errors == {}
     run_pk = home.trigger("wide")
@@ -154,7 +154,7 @@ def test_a_process_that_never_read_the_dag_reads_it_before_a_branch_end(
     with statement_scope(home.url) as session:
         claim = claim_try(session, message_of(Enqueue.of(home.ti(run_pk, "pick"))))
     assert isinstance(claim, HeldTry)
-    monkeypatch.setattr(state.scheduling, "_DAGS", {})  # a fresh worker process
+    monkeypatch.setattr(state.engine.scheduling, "_DAGS", {})  # a fresh worker process
 
     recorded, ready = end_claimed(home.url, claim, Succeeded(follow=("chosen",)))
 

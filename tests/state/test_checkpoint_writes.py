@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from state.checkpoints import read_checkpoints, write_checkpoint
-from state.db import session_scope
-from state.enums import TaskInstanceState
-from state.migrate import upgrade
-from state.models import TaskInstance
-from state.transitions import Fence, TryFenced
-from state.values import TIKey
+from state.core.db import session_scope
+from state.core.enums import TaskInstanceState
+from state.core.migrate import upgrade
+from state.core.models import TaskInstance
+from state.core.transitions import Fence, TryFenced
+from state.records.checkpoints import read_checkpoints, write_checkpoint
+from state.records.values import TIKey
 
 KEY = TIKey("d", "r", "t", -1)
 

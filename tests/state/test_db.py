@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-import state.db
-import state.dialects.postgresql
-from state.db import get_engine, session_scope
+import state.core.db
+import state.core.dialects.postgresql
+from state.core.db import get_engine, session_scope
 from tests.conftest import PG_ADMIN_URL
 
 
@@ -29,7 +29,7 @@ def test_an_idle_connection_killed_by_the_server_is_replaced_before_use(
     first = backend_pid(pg_url)
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [first])
-    monkeypatch.setattr(state.dialects.postgresql, "IDLE_SECONDS_BEFORE_PING", 0.0)
+    monkeypatch.setattr(state.core.dialects.postgresql, "IDLE_SECONDS_BEFORE_PING", 0.0)
 
     second = backend_pid(pg_url)  # no error: the ping found it dead and the pool opened another
 
@@ -46,7 +46,7 @@ def test_the_servers_end_of_a_connection_gives_up_on_a_silent_client_as_ours_doe
         names = ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count")
         shown = [session.scalar(text(f"SHOW {name}")) for name in (*names, "tcp_user_timeout")]
 
-    assert shown == ["3", "3", "2", "10000"]  # from the 10 s network bound (state.db)
+    assert shown == ["3", "3", "2", "10000"]  # from the 10 s network bound (state.core.db)
 
 
 @pytest.mark.integration
@@ -59,7 +59,7 @@ def test_only_a_connection_idle_past_the_threshold_is_pinged(
     pings: list[object] = []
     ping = engine.dialect.do_ping
     monkeypatch.setattr(engine.dialect, "do_ping", lambda conn: pings.append(conn) or ping(conn))
-    monkeypatch.setattr(state.dialects.postgresql, "IDLE_SECONDS_BEFORE_PING", idle_seconds)
+    monkeypatch.setattr(state.core.dialects.postgresql, "IDLE_SECONDS_BEFORE_PING", idle_seconds)
 
     for _ in range(5):
         backend_pid(pg_url)
@@ -69,7 +69,7 @@ def test_only_a_connection_idle_past_the_threshold_is_pinged(
 
 def _open_and_write(url: str, start_at: float) -> None:
     """In a fresh process: wait for the shared start time, then open the store and write."""
-    state.db._ENGINES.clear()  # the parent's engine is not this process's
+    state.core.db._ENGINES.clear()  # the parent's engine is not this process's
     while time.time() < start_at:
         pass
     with get_engine(url).begin() as connection:

@@ -1,7 +1,7 @@
 """A supervisor's end on SQLite: a lone successor takes the ended try's slot.
 
-The end is recorded by ``state.try_life.record``, as a supervisor does. For a successful task with
-one plain successor in its pool, no pool is counted and only the successor's and its upstreams'
+The end is recorded by ``state.engine.try_life.record``, as a supervisor does. For a successful task
+with one plain successor in its pool, no pool is counted and only the successor's and its upstreams'
 rows are read (none at all when the ended task is its only upstream); anything else is the full
 pass, with the same outcome as the scheduler's.
 """
@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import pytest
 
 from broker_config import message_of
-from state.db import session_scope, statement_scope
-from state.enums import TaskInstanceState
-from state.outcomes import Succeeded
-from state.pools import set_pool
-from state.scheduling import Enqueue
-from state.try_life import HeldTry, claim_try
+from state.core.db import session_scope, statement_scope
+from state.core.enums import TaskInstanceState
+from state.engine.outcomes import Succeeded
+from state.engine.pools import set_pool
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import HeldTry, claim_try
 from tests.state.harness import HAND_OVER_DAGS, Home, StatementCounter, end_claimed
 
 TI = TaskInstanceState

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from state.end_plan import (
+from state.core.structure import DagStructure, parse_structure
+from state.engine.end_plan import (
     FirstWaiting,
     FullPass,
     SkipDownstream,
@@ -13,7 +14,6 @@ from state.end_plan import (
     plan_end,
     skipped_by,
 )
-from state.structure import DagStructure, parse_structure
 
 
 def dag(**tasks: dict[str, Any]) -> DagStructure:

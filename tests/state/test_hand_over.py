@@ -1,7 +1,7 @@
 """A chain's hop on PostgreSQL: the try's end and its lone successor's queuing in one statement.
 
-Tries are claimed and ended with the store's functions a supervisor calls (``state.try_life``)
-on a real PostgreSQL; statements are counted on the engine.
+Tries are claimed and ended with the store's functions a supervisor calls
+(``state.engine.try_life``) on a real PostgreSQL; statements are counted on the engine.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import psycopg
 import pytest
 
 from broker_config import message_of
-from state.db import get_engine, session_scope, statement_scope
-from state.enums import TaskInstanceState
-from state.outcomes import Succeeded
-from state.pools import set_pool
-from state.scheduling import dag_version
-from state.transitions import transition_tis
-from state.try_life import HeldTry, claim_try
+from state.core.db import get_engine, session_scope, statement_scope
+from state.core.enums import TaskInstanceState
+from state.core.transitions import transition_tis
+from state.engine.outcomes import Succeeded
+from state.engine.pools import set_pool
+from state.engine.scheduling import dag_version
+from state.engine.try_life import HeldTry, claim_try
 from tests.state.harness import (
     HAND_OVER_DAGS,
     Home,

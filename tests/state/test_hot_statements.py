@@ -1,4 +1,5 @@
-"""The contract of ``state.dialects.HotStatements``: the same tests on SQLite and on PostgreSQL.
+"""The contract of ``state.core.dialects.HotStatements``: the same tests on SQLite and on
+PostgreSQL.
 
 Each statement every try runs is driven through the dialect chosen for the store's URL, on a
 migrated store with the DAGs of the hand-over tests: the claim, the beat, the end and its
@@ -17,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from state.db import session_scope, statement_scope
-from state.dialects import (
+from state.core.db import session_scope, statement_scope
+from state.core.dialects import (
     Claimed,
     FirstInPool,
     NextByName,
@@ -27,11 +28,11 @@ from state.dialects import (
     statements_for,
     statements_of,
 )
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DagModel, DagRun, utcnow
-from state.pools import set_pool
-from state.scheduling import Enqueue
-from state.transitions import INCREMENT, Fence, Increment, TryFenced, transition_tis
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagModel, DagRun, utcnow
+from state.core.transitions import INCREMENT, Fence, Increment, TryFenced, transition_tis
+from state.engine.pools import set_pool
+from state.engine.scheduling import Enqueue
 from tests.state.harness import HAND_OVER_DAGS, Home, counting_statements, tradewind_home
 
 TI = TaskInstanceState

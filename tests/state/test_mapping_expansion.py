@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from state import mapping
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DagRun
-from state.runs import clear_task_instances
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagRun
+from state.engine import mapping
+from state.engine.runs import clear_task_instances
 from tests.worker.iterable_support import Stack
 
 TI = TaskInstanceState

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import update
 
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.marking import BadMark, delete_run, mark_run_state, mark_task_instances
-from state.models import DagRun, TaskInstance
-from state.transitions import IllegalTransition, mark_tis, transition_tis
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagRun, TaskInstance
+from state.core.transitions import IllegalTransition, mark_tis, transition_tis
+from state.records.marking import BadMark, delete_run, mark_run_state, mark_task_instances
 from tests.state.harness import HAND_OVER_DAGS, Home
 
 TI = TaskInstanceState

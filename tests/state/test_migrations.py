@@ -1,7 +1,8 @@
-"""The migrations in state/migrations build exactly the schema of state.models.
+"""The migrations in state/migrations build exactly the schema of state.core.models.
 
 ``check_models_match`` is the guard: a model changed without a migration makes it non-empty and
-these tests fail. Fix: ``python -m state.migrations.autogen "what changed"``, then review the file.
+these tests fail. Fix: ``python -m state.core.migrations.autogen "what changed"``, then review the
+file.
 """
 
 from __future__ import annotations
@@ -16,17 +17,17 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Column, Integer, MetaData, String, Table, inspect, text
 
-from state import migrate
-from state.db import get_engine, schema_revision
-from state.migrate import (
+from state.core import migrate
+from state.core.db import get_engine, schema_revision
+from state.core.migrate import (
     MIGRATIONS_DIR,
     alembic_config,
     check_models_match,
     current_revision,
     upgrade,
 )
-from state.migrations import autogen
-from state.models import NAMING, SCHEMA_REVISION, Base
+from state.core.migrations import autogen
+from state.core.models import NAMING, SCHEMA_REVISION, Base
 
 PG_DATABASE_PREFIX = "tw_mig_"
 
@@ -160,7 +161,7 @@ def test_autogen_writes_a_migration_that_builds_the_models(
 
     [written] = (migrations_copy / "versions").glob("*.py")
     assert written.name == "0001_the_tables.py"
-    assert "state.models" not in written.read_text()  # types rendered as plain SQLAlchemy
+    assert "state.core.models" not in written.read_text()  # types rendered as plain SQLAlchemy
     url = f"sqlite:///{tmp_path}/tradewind.db"
     upgrade(url)
     assert check_models_match(url) == []

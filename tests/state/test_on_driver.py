@@ -1,5 +1,5 @@
 """The statements every try runs, sent by the driver itself (PostgreSQL's dialect,
-``state.dialects._driver.on_driver``), still fail as SQLAlchemy's do: the outage rule reads
+``state.core.dialects._driver.on_driver``), still fail as SQLAlchemy's do: the outage rule reads
 them the same way."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import psycopg
 import pytest
 from sqlalchemy import exc
 
-from state.db import statement_scope
-from state.dialects._driver import on_driver
-from state.outage import is_store_outage
+from state.core.db import statement_scope
+from state.core.dialects._driver import on_driver
+from state.core.outage import is_store_outage
 
 PG_DATABASE_PREFIX = "tw_on_driver_"
 

@@ -1,4 +1,4 @@
-"""Riding out an outage (state/outage.py): backoff, the bound, the probe, one line per outage.
+"""Riding out an outage (state/core/outage.py): backoff, the bound, the probe, one line per outage.
 
 The clock and the sleep are the test's (a list of sleeps instead of waiting); the errors are the
 ones SQLAlchemy raises for a lost connection. The real outages are in tests/integration/
@@ -14,8 +14,8 @@ import psycopg
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from state import outage
-from state.outage import (
+from state.core import outage
+from state.core.outage import (
     Backoff,
     BeatSchedule,
     OutageLog,

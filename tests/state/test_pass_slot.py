@@ -3,7 +3,7 @@
 Without it, a run with more task instances than its pool has slots went on at one pool's worth
 per scheduler loop (128 task instances a second with the default pool, however fast the
 workers). Tries are claimed and ended with the store's functions a supervisor calls
-(``state.try_life``), on SQLite and on a real PostgreSQL, where it is one statement.
+(``state.engine.try_life``), on SQLite and on a real PostgreSQL, where it is one statement.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from broker_config import message_of
-from state.db import session_scope, statement_scope
-from state.enums import TaskInstanceState
-from state.models import XCom
-from state.outcomes import Failed, Outcome, Succeeded
-from state.pools import set_pool
-from state.scheduling import Enqueue
-from state.transitions import transition_tis
-from state.try_life import HeldTry, claim_try
+from state.core.db import session_scope, statement_scope
+from state.core.enums import TaskInstanceState
+from state.core.models import XCom
+from state.core.transitions import transition_tis
+from state.engine.outcomes import Failed, Outcome, Succeeded
+from state.engine.pools import set_pool
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import HeldTry, claim_try
 from tests.state.harness import Home, counting_statements, end_claimed, tradewind_home
 
 TI = TaskInstanceState

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import event
 
-from state.db import get_engine, session_scope
-from state.progress import ItemsProgress, items_progress
-from state.values import TIKey
+from state.core.db import get_engine, session_scope
+from state.records.values import TIKey
+from state.views.progress import ItemsProgress, items_progress
 from tests.worker.iterable_support import Stack, add_iterate_dag
 
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from state.enums import FINISHED, TaskInstanceState
-from state.readiness import Decisions, TIRow, decide, evaluate, run_outcome
-from state.structure import DagStructure, parse_structure
+from state.core.enums import FINISHED, TaskInstanceState
+from state.core.structure import DagStructure, parse_structure
+from state.engine.readiness import Decisions, TIRow, decide, evaluate, run_outcome
 from tradewind.trigger_rules import TriggerRule
 
 TI = TaskInstanceState

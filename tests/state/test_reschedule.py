@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from broker_config import message_of
-from state.db import session_scope, statement_scope
-from state.end_plan import FirstWaiting, plan_reschedule
-from state.enums import TASK_INSTANCE_TRANSITIONS, TaskInstanceState
-from state.models import DagModel, DagRun, utcnow
-from state.outcomes import Rescheduled
-from state.pools import set_pool
-from state.scheduling import CachedDag, Enqueue, schedule_run
-from state.try_life import HeldTry, claim_try
+from state.core.db import session_scope, statement_scope
+from state.core.enums import TASK_INSTANCE_TRANSITIONS, TaskInstanceState
+from state.core.models import DagModel, DagRun, utcnow
+from state.engine.end_plan import FirstWaiting, plan_reschedule
+from state.engine.outcomes import Rescheduled
+from state.engine.pools import set_pool
+from state.engine.scheduling import CachedDag, Enqueue, schedule_run
+from state.engine.try_life import HeldTry, claim_try
 from tests.state.harness import Home, end_claimed, tradewind_home
 
 TI = TaskInstanceState

@@ -1,14 +1,14 @@
-"""What a client following runs reads (``state.run_following``), and a run left with one task
-(``state.scheduling.queue_task_alone``, what ``tradewind tasks test`` runs)."""
+"""What a client following runs reads (``state.views.run_following``), and a run left with one task
+(``state.engine.scheduling.queue_task_alone``, what ``tradewind tasks test`` runs)."""
 
 from __future__ import annotations
 
 import pytest
 
-from state.db import session_scope
-from state.enums import TaskInstanceState
-from state.run_following import RunPoll, poll_run, run_states, run_waits
-from state.scheduling import queue_task_alone
+from state.core.db import session_scope
+from state.core.enums import TaskInstanceState
+from state.engine.scheduling import queue_task_alone
+from state.views.run_following import RunPoll, poll_run, run_states, run_waits
 from tests.state.harness import HAND_OVER_DAGS, Home, counting_statements
 
 TI = TaskInstanceState

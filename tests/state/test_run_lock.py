@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from state.db import session_scope
-from state.migrate import upgrade
-from state.models import DagModel, DagRun
-from state.scheduling import Enqueue, pass_after_end, try_schedule_run
+from state.core.db import session_scope
+from state.core.migrate import upgrade
+from state.core.models import DagModel, DagRun
+from state.engine.scheduling import Enqueue, pass_after_end, try_schedule_run
 
 pytestmark = pytest.mark.integration
 

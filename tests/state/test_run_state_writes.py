@@ -6,9 +6,9 @@ unconditional ``UPDATE dag_run SET state`` of its own at commit, around the tabl
 
 from __future__ import annotations
 
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.pools import set_pool
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.engine.pools import set_pool
 from tests.state.harness import HAND_OVER_DAGS, Home, counting_statements
 
 TI = TaskInstanceState

@@ -12,14 +12,14 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from state import runs
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DagModel, DagRun, TaskInstance, TaskStateValue, XCom, utcnow
-from state.runs import clear_task_instances, verify_integrity
-from state.scheduling import CachedDag, Enqueue, schedule_run
-from state.structure import structure_of
-from state.transitions import transition_tis
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagModel, DagRun, TaskInstance, TaskStateValue, XCom, utcnow
+from state.core.structure import structure_of
+from state.core.transitions import transition_tis
+from state.engine import runs
+from state.engine.runs import clear_task_instances, verify_integrity
+from state.engine.scheduling import CachedDag, Enqueue, schedule_run
 from tests.state.harness import Home
 
 TI = TaskInstanceState

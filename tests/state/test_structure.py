@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from state.structure import parse_structure
+from state.core.structure import parse_structure
 
 
 def test_tasks_are_ordered_upstream_first_whatever_the_stored_key_order() -> None:

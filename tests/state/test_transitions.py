@@ -13,20 +13,18 @@ import itertools
 import pytest
 from sqlalchemy import func, select
 
-from state.db import session_scope
-from state.enums import (
+from state.core.db import session_scope
+from state.core.enums import (
     DAG_RUN_TRANSITIONS,
     FINISHED,
     TASK_INSTANCE_TRANSITIONS,
     DagRunState,
     TaskInstanceState,
 )
-from state.liveness import give_up_try
-from state.migrate import upgrade
-from state.models import DagRun, TaskInstance, TaskStateValue, XCom, utcnow
-from state.runs import clear_task_instances
-from state.structure import structure_of
-from state.transitions import (
+from state.core.migrate import upgrade
+from state.core.models import DagRun, TaskInstance, TaskStateValue, XCom, utcnow
+from state.core.structure import structure_of
+from state.core.transitions import (
     Fence,
     IllegalTransition,
     TryFenced,
@@ -35,7 +33,9 @@ from state.transitions import (
     transition_tis,
     transition_tis_returning,
 )
-from state.values import TIKey, delete_states, read_xcom, write_state, write_xcom
+from state.engine.liveness import give_up_try
+from state.engine.runs import clear_task_instances
+from state.records.values import TIKey, delete_states, read_xcom, write_state, write_xcom
 from tests.state.harness import Home
 
 TI = TaskInstanceState

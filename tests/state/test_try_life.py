@@ -1,4 +1,4 @@
-"""A try's life in the store (state/try_life.py): claim, beat, and the record of its outcome.
+"""A try's life in the store (state/engine/try_life.py): claim, beat, and the record of its outcome.
 
 ``judge`` (retry or fail, the retry's time, a success's asset events) is tested without a
 database; the claim, the beat and the record on a real SQLite store, through an outage that is a
@@ -16,18 +16,19 @@ import pytest
 from sqlalchemy import update
 
 from broker_config import message_of
-from state import outage, try_life
-from state.assets import OutletEvent
-from state.db import session_scope
-from state.end import Recorded, Verdict
-from state.enums import TaskInstanceState
-from state.models import TaskInstance, utcnow
-from state.outcomes import Failed, Rescheduled, Skipped, Succeeded
-from state.scheduling import Enqueue
-from state.structure import TaskSpec
-from state.transitions import Fence, TryFenced
-from state.try_life import ClaimUnavailable, HeldTry, beat, claim, judge, record
-from state.values import TIKey
+from state.core import outage
+from state.core.db import session_scope
+from state.core.enums import TaskInstanceState
+from state.core.models import TaskInstance, utcnow
+from state.core.structure import TaskSpec
+from state.core.transitions import Fence, TryFenced
+from state.engine import try_life
+from state.engine.end import Recorded, Verdict
+from state.engine.outcomes import Failed, Rescheduled, Skipped, Succeeded
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import ClaimUnavailable, HeldTry, beat, claim, judge, record
+from state.records.assets import OutletEvent
+from state.records.values import TIKey
 from tests.state.harness import Home
 from tests.state.test_outage import lost_connection
 

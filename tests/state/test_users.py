@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from state.db import session_scope
-from state.users import (
+from state.core.db import session_scope
+from state.records.users import (
     NoSuchUser,
     Role,
     UserExists,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from state.assets import events_of_success
+from state.records.assets import events_of_success
 from tradewind import DAG, Asset, AssetAlias, AssetAll, AssetAny, task
 from tradewind.assets import InvalidAsset, condition_of, evaluate, references
 from tradewind.exceptions import DagDefinitionError

@@ -56,7 +56,7 @@ def test_every_airflow_3_trigger_rule_is_accepted(rule: str) -> None:
 
 
 def test_the_rules_decided_are_the_rules_authored() -> None:
-    from state.readiness import RULES
+    from state.engine.readiness import RULES
 
     assert set(RULES) == {str(rule) for rule in TriggerRule} == set(AIRFLOW_3_RULES)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from state.structure import parse_structure
+from state.core.structure import parse_structure
 from tradewind import DAG, BaseOperator, DagDefinitionError, task, task_group
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from state.structure import parse_structure
+from state.core.structure import parse_structure
 from tradewind import DAG, Param, ParamValidationError, task
 from tradewind.params import resolve_params
 

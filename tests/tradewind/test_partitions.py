@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from state.backfills import InvalidBackfill, intervals_in
+from state.engine.backfills import InvalidBackfill, intervals_in
 from tradewind import (
     DAG,
     AllowedKeyMapper,

@@ -6,13 +6,13 @@ import datetime as dt
 
 import pytest
 
-from state.enums import TaskInstanceState as TI
-from state.outcomes import Failed
-from state.retries import retry_delay_seconds
-from state.structure import TaskSpec, parse_structure
-from state.transitions import Fence
-from state.try_life import HeldTry, judge
-from state.values import TIKey
+from state.core.enums import TaskInstanceState as TI
+from state.core.structure import TaskSpec, parse_structure
+from state.core.transitions import Fence
+from state.engine.outcomes import Failed
+from state.engine.retries import retry_delay_seconds
+from state.engine.try_life import HeldTry, judge
+from state.records.values import TIKey
 from tradewind import DAG, DagDefinitionError, ExceptionRetryPolicy, RetryAction, RetryRule, task
 
 

@@ -27,8 +27,8 @@ from fastapi.testclient import TestClient
 
 from api import create_app
 from api.security import hash_password
-from state.db import session_scope
-from state.users import Role, create_user
+from state.core.db import session_scope
+from state.records.users import Role, create_user
 from tests.state.harness import Home, tradewind_home
 
 CHROMIUM = Path("/usr/bin/chromium")

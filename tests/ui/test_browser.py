@@ -102,9 +102,9 @@ def test_the_graph_code_and_details_tabs(page: Any, sqlite_home: Home, shoot: Sh
 def test_a_grid_of_several_runs_with_a_mapped_task_split_by_state(
     page: Any, sqlite_home: Home, shoot: Shoot
 ) -> None:
-    from state.db import session_scope
-    from state.enums import TaskInstanceState as TI
-    from state.models import TaskInstance
+    from state.core.db import session_scope
+    from state.core.enums import TaskInstanceState as TI
+    from state.core.models import TaskInstance
 
     mixes = [[TI.SUCCESS] * 5, [TI.SUCCESS] * 3 + [TI.FAILED] * 2, [TI.RUNNING, TI.QUEUED, TI.NONE]]
     for index, mix in enumerate(mixes * 3):
@@ -162,9 +162,9 @@ def test_the_resource_pages(page: Any, sqlite_home: Home, shoot: Shoot) -> None:
 def test_a_wide_grid_pages_its_rows_and_a_grouped_one_folds(
     page: Any, sqlite_home: Home, shoot: Shoot
 ) -> None:
-    from state.db import session_scope
-    from state.enums import TaskInstanceState as TI
-    from state.models import TaskInstance
+    from state.core.db import session_scope
+    from state.core.enums import TaskInstanceState as TI
+    from state.core.models import TaskInstance
     from tests.ui.test_dag_page import WIDE_DAG
     from tests.ui.test_grid_window import GROUPED_DAG
 

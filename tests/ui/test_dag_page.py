@@ -8,10 +8,10 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 
 from api.pages.grid_model import GRID_ROWS
-from state.db import session_scope
-from state.enums import TaskInstanceState
-from state.models import TaskInstance
-from state.overview import recent_runs
+from state.core.db import session_scope
+from state.core.enums import TaskInstanceState
+from state.core.models import TaskInstance
+from state.views.overview import recent_runs
 from tests.state.harness import Home, counting_statements
 from tests.ui.conftest import csrf_of
 
@@ -136,7 +136,7 @@ def test_triggering_from_the_form_creates_a_run_with_the_conf(
 
 
 def _pk(home: Home, run_id: str) -> int:
-    from state.models import DagRun
+    from state.core.models import DagRun
 
     with session_scope(home.url) as session:
         return session.query(DagRun).filter_by(run_id=run_id).one().id

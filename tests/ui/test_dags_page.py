@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from state.db import session_scope
-from state.models import DagImportError
+from state.core.db import session_scope
+from state.core.models import DagImportError
 from tests.state.harness import Home, counting_statements
 from tests.ui.conftest import csrf_of
 

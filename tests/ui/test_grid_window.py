@@ -17,11 +17,11 @@ from api.pages.grid_model import (
     counted_keys,
     grid_rows,
 )
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.models import TaskInstance
-from state.overview import GridCounts, RunSummary, grid_cells, recent_runs
-from state.structure import structure_of
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import TaskInstance
+from state.core.structure import structure_of
+from state.views.overview import GridCounts, RunSummary, grid_cells, recent_runs
 from tests.state.harness import Home, counting_statements
 
 Client = Callable[[str], TestClient]

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 
 from api.security import verify_password
-from state.connections import get_connection, get_variable, put_connection
-from state.db import session_scope
-from state.pools import pool_names
-from state.users import get_user
+from state.core.db import session_scope
+from state.engine.pools import pool_names
+from state.records.connections import get_connection, get_variable, put_connection
+from state.records.users import get_user
 from tests.state.harness import Home
 from tests.ui.conftest import csrf_of
 

@@ -14,10 +14,10 @@ from typing import Any
 from sqlalchemy import update
 
 from api.logs import try_log
-from state.checkpoints import batch_key
-from state.db import session_scope
-from state.enums import TaskInstanceState
-from state.models import TaskInstance, TaskStateValue, utcnow
+from state.core.db import session_scope
+from state.core.enums import TaskInstanceState
+from state.core.models import TaskInstance, TaskStateValue, utcnow
+from state.records.checkpoints import batch_key
 from tests.state.harness import Home
 
 Shoot = Callable[[Any, str], Path]

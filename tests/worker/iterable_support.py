@@ -16,13 +16,13 @@ from sqlalchemy import select
 
 from broker_config import message_of
 from scheduler.dag_sync import sync_dags
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.migrate import upgrade
-from state.models import DagRun, TaskInstance
-from state.runs import create_run
-from state.scheduling import Enqueue, schedule_run_by_pk
-from state.try_life import HeldTry, claim_try
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.migrate import upgrade
+from state.core.models import DagRun, TaskInstance
+from state.engine.runs import create_run
+from state.engine.scheduling import Enqueue, schedule_run_by_pk
+from state.engine.try_life import HeldTry, claim_try
 from tradewind.settings import Settings
 from worker.execute import execute
 

@@ -12,8 +12,8 @@ import pytest
 from celery.exceptions import Reject
 
 from broker_config import message_of
-from state.scheduling import Enqueue
-from state.try_life import ClaimUnavailable
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import ClaimUnavailable
 from worker import celery_app
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from state.enums import DagRunState, TaskInstanceState
+from state.core.enums import DagRunState, TaskInstanceState
 from tests.state.harness import Home
 from tests.worker.test_supervisor import (
     out,

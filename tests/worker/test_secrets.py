@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from broker_config import message_of
-from state.connections import put_connection, set_variable
-from state.db import session_scope
+from state.core.db import session_scope
+from state.records.connections import put_connection, set_variable
 from tests.state.harness import Home, tradewind_home
 from worker.execute import execute
 from worker.logs import log_path

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from state import values
-from state.db import session_scope
-from state.models import DagRun, TaskStateValue
-from state.objects import STATE_OBJECT_KEY
-from state.runs import clear_task_instances
-from state.values import purge_expired_states
+from state.core.db import session_scope
+from state.core.models import DagRun, TaskStateValue
+from state.core.objects import STATE_OBJECT_KEY
+from state.engine.runs import clear_task_instances
+from state.records import values
+from state.records.values import purge_expired_states
 from tests.worker.xcom_support import Moto
 from tradewind.connections import Connection
 from tradewind.settings import Settings, SettingsError, reload_settings

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from state.db import get_engine, session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DagRun, TaskStateValue, XCom
-from state.objects import STATE_OBJECT_KEY
-from state.progress import items_progress
-from state.runs import clear_task_instances
-from state.values import TIKey
+from state.core.db import get_engine, session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagRun, TaskStateValue, XCom
+from state.core.objects import STATE_OBJECT_KEY
+from state.engine.runs import clear_task_instances
+from state.records.values import TIKey
+from state.views.progress import items_progress
 from tradewind.settings import reload_settings
 from worker.state_store.purge import state_purger
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from state import values
-from state.db import session_scope
-from state.models import DagRun, TaskInstance, TaskStateValue
-from state.runs import clear_task_instances
-from state.values import purge_expired_states
+from state.core.db import session_scope
+from state.core.models import DagRun, TaskInstance, TaskStateValue
+from state.engine.runs import clear_task_instances
+from state.records import values
+from state.records.values import purge_expired_states
 from tests.state.harness import StatementCounter
 from worker import wire as p
 from worker.execute import task_details

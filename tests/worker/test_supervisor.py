@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from broker_config import TaskInstanceMessage, message_of
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DagRun
-from state.runs import clear_task_instances
-from state.scheduling import Enqueue
-from state.try_life import claim_try
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagRun
+from state.engine.runs import clear_task_instances
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import claim_try
 from tests.state.harness import Home, tradewind_home
 from worker import wire as p
 from worker.execute import execute
@@ -502,9 +502,9 @@ def test_a_message_of_an_unknown_task_instance_is_dropped(
 CLEARER = """
 import sys, time
 from pathlib import Path
-from state.db import session_scope
-from state.models import DagRun
-from state.runs import clear_task_instances
+from state.core.db import session_scope
+from state.core.models import DagRun
+from state.engine.runs import clear_task_instances
 
 url, started, run_pk = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 deadline = time.monotonic() + 60

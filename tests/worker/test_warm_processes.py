@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from state.enums import TaskInstanceState
+from state.core.enums import TaskInstanceState
 from tests.state.harness import Home, tradewind_home
 from tests.worker.test_supervisor import (
     out,

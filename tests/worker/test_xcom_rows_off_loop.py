@@ -21,8 +21,8 @@ import pytest
 from sqlalchemy import select
 
 from broker_config import message_of
-from state.db import session_scope
-from state.models import XCom
+from state.core.db import session_scope
+from state.core.models import XCom
 from tests.state.harness import Home, tradewind_home
 from tests.worker.xcom_support import PIPELINE_DAG, watching
 from worker.background import Background

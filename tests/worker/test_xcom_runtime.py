@@ -22,10 +22,10 @@ import pytest
 from sqlalchemy import select
 
 from broker_config import message_of
-from state.connections import put_connection, set_variable
-from state.db import session_scope
-from state.models import XCom
-from state.scheduling import Enqueue
+from state.core.db import session_scope
+from state.core.models import XCom
+from state.engine.scheduling import Enqueue
+from state.records.connections import put_connection, set_variable
 from tests.state.harness import Home, tradewind_home
 from tests.worker.test_supervisor import pid_gone
 from tests.worker.xcom_support import Watch, watching

@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import select
 
 from broker_config import message_of
-from state.db import session_scope
-from state.models import XCom
-from state.runs import clear_task_instances
-from state.scheduling import Enqueue
+from state.core.db import session_scope
+from state.core.models import XCom
+from state.engine.runs import clear_task_instances
+from state.engine.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
 from tests.worker.xcom_support import PIPELINE_DAG
 from tradewind.settings import reload_settings

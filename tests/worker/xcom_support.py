@@ -24,9 +24,9 @@ import boto3
 import pytest
 from sqlalchemy import select
 
-from state.db import session_scope
-from state.liveness import find_zombies
-from state.models import TaskInstance, utcnow
+from state.core.db import session_scope
+from state.core.models import TaskInstance, utcnow
+from state.engine.liveness import find_zombies
 from tradewind.settings import Settings
 from worker.xcom.base import Lookups, XComAddress, XComBackend
 from worker.xcom.object_storage import ObjectStorageXComBackend

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from state.objects import STATE_OBJECT_KEY
+from state.core import STATE_OBJECT_KEY
 from worker.xcom.base import Lookups, XComAddress, XComBackend
 from worker.xcom.object_storage import ObjectStorageXComBackend, configured_storage
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from state.models import TaskStateValue
+from state.core import TaskStateValue
 from tradewind.settings import Settings
 from worker.xcom.purge import StoreLookups, purger_of
 

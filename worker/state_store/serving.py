@@ -5,7 +5,7 @@ read of every checkpoint included). With the SQL backend the value is the row, a
 what the database accepts is refused before any SQL is sent. With
 ``TRADEWIND_STATE_STORE_BACKEND=object_storage``, a value over
 ``TRADEWIND_STATE_STORE_MAX_VALUE_BYTES`` (or over the database's limit) is stored in object
-storage and its row keeps the reference (``state/objects.py``); the rule for each case:
+storage and its row keeps the reference (``state/core/objects.py``); the rule for each case:
 
 - the object I/O runs in the try's helper process, never here (docs/decisions/
   state-objects-in-the-helper.md); a handler that waits for it returns None and replies through
@@ -27,13 +27,11 @@ from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
-from state import checkpoints as cp
-from state.db import session_scope, statement_scope
-from state.objects import STATE_OBJECT_KEY
-from state.progress import PROGRESS_KEY, batch_progress
-from state.transitions import assert_fence
-from state.values import database_max_value_bytes, object_reference, read_state, write_state
-from state.values import delete_states as delete_state_rows
+from state.core import STATE_OBJECT_KEY, assert_fence, session_scope, statement_scope
+from state.records import checkpoints as cp
+from state.records import database_max_value_bytes, object_reference, read_state, write_state
+from state.records import delete_states as delete_state_rows
+from state.views import PROGRESS_KEY, batch_progress
 from worker import wire as p
 from worker.request_table import handles
 from worker.try_context import TryContext

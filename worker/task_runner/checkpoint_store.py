@@ -2,8 +2,8 @@
 
 ``CheckpointStore`` is the four calls ``checkpoints.py`` needs. In a task process it is
 ``SupervisorCheckpointStore``: each call is one request to the supervisor, which keeps the rows
-in the SQL store (``state/checkpoints.py``). ``MemoryCheckpointStore`` keeps them in a dict, for
-tests and for running an iterable task's logic without a supervisor; it counts its calls.
+in the SQL store (``state/records/checkpoints.py``). ``MemoryCheckpointStore`` keeps them in a dict,
+for tests and for running an iterable task's logic without a supervisor; it counts its calls.
 """
 
 from __future__ import annotations

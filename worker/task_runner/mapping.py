@@ -1,7 +1,7 @@
 """The task side of mapping: the items of a mapped task and each map index's own arguments.
 
-The same rules as the scheduler's count (``state/mapping.py``): a list maps item by item, a dict
-by ``(key, value)`` pair, and several mapped arguments give their cross product, the last one
+The same rules as the scheduler's count (``state/engine/mapping.py``): a list maps item by item, a
+dict by ``(key, value)`` pair, and several mapped arguments give their cross product, the last one
 varying fastest. A ``.batch(size=k)`` task's results come back as one list per map index; a
 downstream task sees them merged back into item order.
 """

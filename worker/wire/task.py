@@ -149,7 +149,7 @@ class SucceedTask(Message):
     # What the task set on its outlets (tradewind/asset_events.py): extras, alias resolutions.
     asset_events: list[dict[str, Any]] = Field(default_factory=list)
     # A branch's or short circuit's choice: the task or group ids to follow ([]: none). The
-    # store skips the others with the end (state.end_plan.SkipDownstream).
+    # store skips the others with the end (state.engine.end_plan.SkipDownstream).
     follow: list[str] | None = None
 
 

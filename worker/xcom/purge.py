@@ -11,9 +11,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from state.connections import get_connection, get_variable
-from state.db import session_scope
-from state.models import XCom
+from state.core import XCom, session_scope
+from state.records import get_connection, get_variable
 from tradewind.connections import Connection
 from tradewind.settings import Settings
 from worker.xcom.base import XComAddress, XComBackend

@@ -17,10 +17,8 @@ from typing import Any
 from sqlalchemy import delete
 from sqlalchemy.exc import SQLAlchemyError
 
-from state.db import session_scope
-from state.models import XCom
-from state.transitions import TryFenced, assert_fence
-from state.values import TIKey, database_max_value_bytes, read_xcom, read_xcoms, write_xcom
+from state.core import TryFenced, XCom, assert_fence, session_scope
+from state.records import TIKey, database_max_value_bytes, read_xcom, read_xcoms, write_xcom
 from tradewind.xcom_arg import XComArg
 from worker import wire as p
 from worker.background import Outcome

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from state.db import session_scope
-from state.models import XCom
-from state.values import TIKey
+from state.core import XCom, session_scope
+from state.records import TIKey
 from tradewind.context import CONTEXT_KEYS
 from worker.backend_helper import BackendHelper, BackendHelperOnDemand
 from worker.logs import TryLog
@@ -27,7 +26,7 @@ from worker.xcom.configured import backend_class, runs_in_helper
 from worker.xcom.sql import SqlXComBackend
 
 if TYPE_CHECKING:
-    from state.try_life import HeldTry
+    from state.engine import HeldTry
     from tradewind.settings import Settings
 
 

@@ -14,10 +14,10 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.exc import OperationalError
 
-from state.db import session_scope
-from state.enums import DagRunState, TaskInstanceState
-from state.models import DagRun, TaskStateValue, XCom
-from state.runs import clear_task_instances
+from state.core.db import session_scope
+from state.core.enums import DagRunState, TaskInstanceState
+from state.core.models import DagRun, TaskStateValue, XCom
+from state.engine.runs import clear_task_instances
 from tests.worker.iterable_support import Stack, add_iterate_dag
 from worker import requests
 from worker import wire as p

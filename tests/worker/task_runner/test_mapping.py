@@ -54,7 +54,7 @@ def test_a_fingerprint_follows_the_item_and_the_shared_arguments() -> None:
 
 
 def test_checkpoint_keys_are_reserved_with_the_prefix_the_store_uses() -> None:
-    from state.checkpoints import CHECKPOINT_PREFIX
+    from state.records.checkpoints import CHECKPOINT_PREFIX
 
     assert RESERVED_PREFIX == CHECKPOINT_PREFIX
 

@@ -1,0 +1,162 @@
+"""The scheduling engine: a DAG's structure, readiness under the trigger rules, scheduling passes,
+runs, pools, liveness, and the life of a try (claim, beat, record) with the end's planner and
+executor.
+
+It imports the core and the records, never the views: what the UI shows cannot change what is
+scheduled. The supervisor and the scheduler both call it; neither holds store logic of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from state.engine.backfills import (
+        BackfillEnded,
+        BackfillRequest,
+        BackfillView,
+        InvalidBackfill,
+        cancel_backfill,
+        create_backfill,
+        get_backfill,
+        list_backfills,
+        plan_backfill,
+        set_paused,
+    )
+    from state.engine.liveness import (
+        dag_tasks,
+        fail_queued,
+        find_stalled_queued,
+        find_zombies,
+        give_up_try,
+        resend_queued,
+    )
+    from state.engine.outcomes import Failed, Outcome, Rescheduled, Skipped, Succeeded
+    from state.engine.pools import (
+        PoolRefused,
+        delete_pool,
+        ensure_pool,
+        pool_names,
+        pool_usage,
+        set_pool,
+    )
+    from state.engine.readiness import decide
+    from state.engine.run_wake import RunWakeups
+    from state.engine.runs import (
+        RunExists,
+        UnknownDag,
+        clear_task_instances,
+        create_run,
+        get_dag_model,
+    )
+    from state.engine.scheduling import (
+        Enqueue,
+        queue_task_alone,
+        schedule_run_by_pk,
+        try_schedule_run,
+    )
+    from state.engine.try_life import ClaimUnavailable, HeldTry, beat, claim, record
+
+# Each name's module, imported when the name is first asked for: a caller pays only for what it
+# uses (the backend helper reads one constant of the core without loading SQLAlchemy).
+_MODULE_OF = {
+    "BackfillEnded": "backfills",
+    "BackfillRequest": "backfills",
+    "BackfillView": "backfills",
+    "ClaimUnavailable": "try_life",
+    "Enqueue": "scheduling",
+    "Failed": "outcomes",
+    "HeldTry": "try_life",
+    "InvalidBackfill": "backfills",
+    "Outcome": "outcomes",
+    "PoolRefused": "pools",
+    "Rescheduled": "outcomes",
+    "RunExists": "runs",
+    "RunWakeups": "run_wake",
+    "Skipped": "outcomes",
+    "Succeeded": "outcomes",
+    "UnknownDag": "runs",
+    "beat": "try_life",
+    "cancel_backfill": "backfills",
+    "claim": "try_life",
+    "clear_task_instances": "runs",
+    "create_backfill": "backfills",
+    "create_run": "runs",
+    "dag_tasks": "liveness",
+    "decide": "readiness",
+    "delete_pool": "pools",
+    "ensure_pool": "pools",
+    "fail_queued": "liveness",
+    "find_stalled_queued": "liveness",
+    "find_zombies": "liveness",
+    "get_backfill": "backfills",
+    "get_dag_model": "runs",
+    "give_up_try": "liveness",
+    "list_backfills": "backfills",
+    "plan_backfill": "backfills",
+    "pool_names": "pools",
+    "pool_usage": "pools",
+    "queue_task_alone": "scheduling",
+    "record": "try_life",
+    "resend_queued": "liveness",
+    "schedule_run_by_pk": "scheduling",
+    "set_paused": "backfills",
+    "set_pool": "pools",
+    "try_schedule_run": "scheduling",
+}
+
+__all__ = [
+    "BackfillEnded",
+    "BackfillRequest",
+    "BackfillView",
+    "ClaimUnavailable",
+    "Enqueue",
+    "Failed",
+    "HeldTry",
+    "InvalidBackfill",
+    "Outcome",
+    "PoolRefused",
+    "Rescheduled",
+    "RunExists",
+    "RunWakeups",
+    "Skipped",
+    "Succeeded",
+    "UnknownDag",
+    "beat",
+    "cancel_backfill",
+    "claim",
+    "clear_task_instances",
+    "create_backfill",
+    "create_run",
+    "dag_tasks",
+    "decide",
+    "delete_pool",
+    "ensure_pool",
+    "fail_queued",
+    "find_stalled_queued",
+    "find_zombies",
+    "get_backfill",
+    "get_dag_model",
+    "give_up_try",
+    "list_backfills",
+    "plan_backfill",
+    "pool_names",
+    "pool_usage",
+    "queue_task_alone",
+    "record",
+    "resend_queued",
+    "schedule_run_by_pk",
+    "set_paused",
+    "set_pool",
+    "try_schedule_run",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,51 @@
+"""How a try ended, as its supervisor tells the store: one frozen value per way to end.
+
+The supervisor builds one of these from the task's last message (``SucceedTask``, ``FailTask``,
+``SkipTask``, ``RescheduleTask``), or a ``Failed`` of its own when the task could not say
+(timeout, killed, crashed, could not start); ``state.engine.try_life.record`` takes it as it is.
+What the end means for the store (retry or fail, when the retry is due, the asset events, the plan)
+is decided there, never by the worker: an outcome says only what happened.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Succeeded:
+    """The task returned. ``asset_events``: the extras and alias resolutions it set on its
+    outlets; ``follow``: what a branch or a short circuit chose (None for any other task)."""
+
+    asset_events: tuple[dict[str, Any], ...] = ()
+    follow: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The try failed. ``retryable``: False when the task ruled out a retry (a retry policy, a
+    fail-fast exception); ``retry_delay_seconds``: a retry policy's wait, None for the task's."""
+
+    error: str
+    retryable: bool = True
+    retry_delay_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """The task skipped itself; ``reason`` is recorded as the try's error line."""
+
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rescheduled:
+    """A sensor in reschedule mode is not done: the same try pokes again at ``next_poke_at``."""
+
+    next_poke_at: dt.datetime | None = None
+
+
+# A deferred try (the triggerer's) will be one more variant here, and one more case of the store's.
+Outcome = Succeeded | Failed | Skipped | Rescheduled
