@@ -13,7 +13,7 @@ steps = sys.argv[2]
 if steps.startswith("authoring"):
     import tradewind  # noqa: F401  (what every DAG file imports)
 elif steps.startswith("worker"):
-    import worker.fork_server_main  # noqa: F401  (what Tradewind's fork server imports)
+    pass
 if steps != "fork":
     from tradewind.loader import load_dag_file
 

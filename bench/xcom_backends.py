@@ -4,8 +4,8 @@ For each backend (SQL on PostgreSQL; object storage on a real S3 API, moto's ser
 loopback), each size, and each kind of task (a Python task, which runs the backend in its own
 process; a Node.js runtime task, whose XComs go through the supervisor and, for object storage,
 the helper process), a task pushes a value and a downstream task pulls it, timing the call
-from inside the task. Tries run through the real supervisor (``worker.execute.execute``). A
-separate process samples every running task instance's heartbeat column, so the worst gap
+from inside the task. Tries run through the real supervisor (``worker.supervisor.execute.execute``).
+A separate process samples every running task instance's heartbeat column, so the worst gap
 between two heartbeats of a try is measured as the scheduler would see it.
 
     python bench/xcom_backends.py [--repeat 3] [--sqlite] [--backend B] [--size S]
@@ -46,8 +46,8 @@ from state.engine.scheduling import schedule_run_by_pk  # noqa: E402
 from state.records.connections import put_connection  # noqa: E402
 from tests.worker.xcom_support import running_moto  # noqa: E402
 from tradewind.settings import reload_settings  # noqa: E402
-from worker.execute import execute  # noqa: E402
-from worker.logs import log_path  # noqa: E402
+from worker.supervisor.execute import execute  # noqa: E402
+from worker.supervisor.logs import log_path  # noqa: E402
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 SIZES = {"1KiB": 1 << 10, "1MiB": 1 << 20, "64MiB": 64 << 20}

@@ -18,7 +18,7 @@ from cli.store import open_store
 from state.core import session_scope
 from state.records import delete_connection, get_connection, list_connections, put_connection
 from tradewind.connections import Connection
-from worker.logs import MASK
+from worker.supervisor.logs import MASK
 
 app = typer.Typer(help="Add, list and delete connections.", no_args_is_help=True)
 

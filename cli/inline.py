@@ -34,8 +34,8 @@ from state.core import (
 from state.engine import Enqueue, RunExists, UnknownDag, create_run, schedule_run_by_pk
 from state.views import get_run, run_waits, task_instance_by_id
 from tradewind.settings import Settings
-from worker.execute import execute
-from worker.logs import log_path
+from worker.supervisor.execute import execute
+from worker.supervisor.logs import log_path
 
 if TYPE_CHECKING:
     from state.core import Session

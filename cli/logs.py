@@ -22,7 +22,7 @@ from state.core import ACTIVE, NotFound, session_scope
 from state.records import TIKey as StoreKey
 from state.views import get_task_instance, task_instance_by_id
 from tradewind.settings import Settings
-from worker.logs import log_path
+from worker.supervisor.logs import log_path
 
 #: (dag_id, run_id, task_id, map_index)
 TIKey = tuple[str, str, str, int]

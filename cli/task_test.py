@@ -28,7 +28,7 @@ from state.core import (
 from state.engine import Enqueue, RunExists, UnknownDag, create_run, queue_task_alone
 from state.views import get_dag
 from tradewind.settings import Settings
-from worker.execute import execute
+from worker.supervisor.execute import execute
 
 TI = TaskInstanceState
 

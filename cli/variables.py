@@ -17,7 +17,7 @@ from cli.store import open_store
 from state.core import session_scope
 from state.records import delete_variable, get_variable, list_variables, set_variable
 from tradewind.connections import is_sensitive
-from worker.logs import MASK
+from worker.supervisor.logs import MASK
 
 app = typer.Typer(help="Set, get, list and delete variables.", no_args_is_help=True)
 

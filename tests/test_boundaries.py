@@ -247,10 +247,10 @@ TASK_PROCESS_BANS = ("state", "sqlalchemy", "scheduler", "celery", "kombu")
     ("start", "banned"),
     [
         *((module, TASK_PROCESS_BANS) for module in TASK_RUNNER_MODULES),
-        ("worker.fork_server_main", TASK_PROCESS_BANS),
+        ("worker.fork_server.main", TASK_PROCESS_BANS),
         ("state.engine.scheduling", ("worker", "scheduler", "celery", "kombu")),
         ("scheduler.loop", ("worker",)),
-        ("worker.execute", ("scheduler",)),
+        ("worker.supervisor.execute", ("scheduler",)),
         ("broker_config", ("tradewind", "state", "worker", "scheduler")),
         ("api.app", ("worker", "scheduler", "celery", "cli")),
         # The task process imports the authoring API: it must bring no other part nor SQL along.
@@ -295,7 +295,7 @@ def test_the_lazy_app_of_the_worker_package_is_not_a_module_level_import() -> No
 def test_importing_the_task_side_in_a_fresh_interpreter_loads_no_sql() -> None:
     """What the AST walk above cannot see (a dynamic import, a third-party module that imports
     SQLAlchemy) shows in ``sys.modules`` once the task side is really imported."""
-    modules = [*TASK_RUNNER_MODULES, "worker.fork_server_main"]
+    modules = [*TASK_RUNNER_MODULES, "worker.fork_server.main"]
     script = (
         "import importlib, json, sys\n"
         f"for name in {modules!r}:\n"

@@ -36,7 +36,7 @@ from tradewind.task import TaskDecorator, task_options
 #: Airflow's serializers: accepted, but values always travel as JSON here.
 SERIALIZERS = frozenset({"json", "pickle", "dill", "cloudpickle"})
 _READY = ".tradewind-ready"
-#: Marks a task body that must run in a fresh task process (worker/execute.py).
+#: Marks a task body that must run in a fresh task process (worker/supervisor/execute.py).
 FRESH_PROCESS = "tradewind_fresh_process"
 
 

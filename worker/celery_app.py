@@ -47,8 +47,8 @@ from state.core import (
 )
 from state.engine import ClaimUnavailable, Enqueue
 from tradewind.settings import get_settings
-from worker.execute import execute
-from worker.fork_server import stop_fork_server, use_fork_server
+from worker.fork_server.client import stop_fork_server, use_fork_server
+from worker.supervisor.execute import execute
 from worker.threads import SupervisorThreads
 
 log = logging.getLogger("tradewind.worker")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from worker.slots import PerSlot
 
 if TYPE_CHECKING:
-    from worker.warm import WarmProcess
+    from worker.fork_server.warm import WarmProcess
 
 #: Environment variable telling a runtime task which inherited fd is its comms socket.
 COMMS_FD_ENV = "TRADEWIND_COMMS_FD"
@@ -45,7 +45,7 @@ class TaskProcess:
     #: For a task process forked by a fork server: its exit code as the server reports it
     #: (``wait``: the process is known to have exited, wait for the report).
     exit_report: Callable[[bool], int | None] | None = None
-    #: A task process that may wait for another try after this one (``worker/warm.py``).
+    #: A task process that may wait for another try after this one (``worker/fork_server/warm.py``).
     warm: WarmProcess | None = None
 
     def poll(self, wait: bool = False) -> int | None:
@@ -116,11 +116,11 @@ def prepare_task_process() -> None:
     """What a task process sets up before it knows its task: its own process group, death
     with its parent, default signal handlers, and stdout/stderr wrappers for fds 1 and 2."""
     os.setpgid(0, 0)
-    _die_with_parent()
+    die_with_parent()
     _fresh_stdio()
     # The parent's pooled connections are left alone: the task never uses SQL, and os._exit
     # below runs no finalizer that could close them (disposing them costs ~7 ms a fork).
-    for signum in _RESET_SIGNALS:
+    for signum in RESET_SIGNALS:
         set_signal_handler(signum, _signal.SIG_DFL)
 
 
@@ -145,7 +145,7 @@ def exit_task_process(code: int, *fds: int) -> NoReturn:
     os._exit(code)
 
 
-_RESET_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGCHLD)
+RESET_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGUSR1, signal.SIGCHLD)
 
 
 def set_signal_handler(signum: int, handler: Callable[[int, FrameType | None], Any] | int) -> None:
@@ -166,19 +166,19 @@ def _resolve_prctl() -> Callable[[int, int], int] | None:
     return prctl
 
 
-_PR_SET_PDEATHSIG = 1
-_PRCTL = _resolve_prctl()
+PR_SET_PDEATHSIG = 1
+PRCTL = _resolve_prctl()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to SIGKILL this task process if its supervisor dies.
 
     A supervisor killed with SIGKILL (OOM, a lost worker) cannot stop its task; left alone, the
     orphan would go on running beside the retry that the zombie rule starts.
     """
-    if _PRCTL is None:
+    if PRCTL is None:
         return
-    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() == 1:  # the supervisor died before prctl took effect
         os._exit(70)
 

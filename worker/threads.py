@@ -7,7 +7,7 @@ from typing import Any
 
 from celery.concurrency.thread import TaskPool as ThreadsPool
 
-from worker.fork_server import kill_fork_servers
+from worker.fork_server.client import kill_fork_servers
 from worker.process import kill_executed
 
 

@@ -27,9 +27,9 @@ PHASES = {
     "broker_config.publish": ["publish_many"],
     "worker.celery_app": ["execute_task_instance"],
     "state.engine.try_life": ["claim", "record"],
-    "worker.execute": ["_record", "run_claimed", "TryLog"],
-    "worker.fork_server": ["start_python_task"],
-    "worker.supervisor": ["supervise_process"],
+    "worker.supervisor.execute": ["_record", "run_claimed", "TryLog"],
+    "worker.fork_server.client": ["start_python_task"],
+    "worker.supervisor.loop": ["supervise_process"],
 }
 
 

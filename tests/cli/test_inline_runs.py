@@ -18,7 +18,7 @@ from cli.logs import follow_log, resolve_log
 from state.core.db import session_scope
 from state.core.models import TaskInstance
 from tradewind.settings import get_settings
-from worker.logs import log_path
+from worker.supervisor.logs import log_path
 
 from .conftest import EXAMPLES, CliEnv, run_tradewind
 

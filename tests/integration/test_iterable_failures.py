@@ -7,8 +7,8 @@
   store's ``lock_timeout`` is short): the rounds are written with the next one, nothing lost;
 - the store cannot be read at the start of a retry: the task instance fails before any item.
 
-The worker side is ``worker.execute.execute`` in a forked process (what a Celery pool process
-runs for a message); the scheduler's part is called directly.
+The worker side is ``worker.supervisor.execute.execute`` in a forked process (what a Celery pool
+process runs for a message); the scheduler's part is called directly.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from state.core.enums import DagRunState, TaskInstanceState
 from state.core.models import TaskInstance, TaskStateValue, XCom, utcnow
 from state.engine.liveness import dag_tasks, give_up_try
 from tests.worker.iterable_support import Stack, message_of
-from worker.execute import execute
+from worker.supervisor.execute import execute
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 PG_DATABASE_PREFIX = "tw_iterable_"

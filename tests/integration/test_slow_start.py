@@ -1,8 +1,8 @@
 """A try slower to start than the zombie threshold keeps its first try.
 
 Its DAG file takes longer to import in the worker than the zombie threshold (4 s here): until
-its supervisor's loop runs, ``worker/start_beats.py`` heartbeats for it, so the scheduler does
-not fail it as a zombie while it is still being set up.
+its supervisor's loop runs, ``worker/supervisor/start_beats.py`` heartbeats for it, so the scheduler
+does not fail it as a zombie while it is still being set up.
 """
 
 from __future__ import annotations

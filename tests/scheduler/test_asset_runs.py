@@ -1,8 +1,8 @@
 """A producer's success records its asset events with its end; the scheduler then creates the
 runs of the DAGs whose asset condition holds, once, and consumes what they waited on.
 
-Real forked task processes and a real supervisor (``worker.execute.execute``) on SQLite; the
-scheduler's loop with its broker stubbed (the fleet test, tests/integration, sends for real).
+Real forked task processes and a real supervisor (``worker.supervisor.execute.execute``) on SQLite;
+the scheduler's loop with its broker stubbed (the fleet test, tests/integration, sends for real).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from state.engine.runs import create_run
 from state.engine.scheduling import Enqueue
 from state.records.assets import consume, list_assets, list_events, queued_assets
 from tests.state.harness import Home, tradewind_home
-from worker.execute import execute
+from worker.supervisor.execute import execute
 
 DAGS = """
 from tradewind import DAG, Asset, AssetAlias, CronPartitionTimetable, Metadata, asset, dag, task

@@ -218,7 +218,7 @@ SUPERVISE = """
 import json, sys
 from broker_config import TaskInstanceMessage
 from tradewind.settings import get_settings
-from worker.execute import execute
+from worker.supervisor.execute import execute
 message = TaskInstanceMessage.model_validate(json.loads(sys.argv[1]))
 print(execute(message, get_settings(), publish=lambda ready: None), flush=True)
 """

@@ -30,7 +30,7 @@ from state.engine.scheduling import Enqueue
 from state.engine.try_life import HeldTry, claim_try, judge
 from state.records.values import TIKey, write_xcom
 from tests.state.harness import Home, tradewind_home
-from worker.start_beats import StartBeats
+from worker.supervisor.start_beats import StartBeats
 
 TI = TaskInstanceState
 

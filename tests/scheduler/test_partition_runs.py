@@ -26,7 +26,7 @@ from state.core.db import session_scope
 from state.core.models import DagRun, PartitionDagRun, PartitionEventQueue, PartitionKeyLog, utcnow
 from state.engine.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
-from worker.execute import execute
+from worker.supervisor.execute import execute
 
 DAGS = """
 from tradewind import (

@@ -1,8 +1,9 @@
 """A store, a DAG folder and a run, driven by hand: what the iterable-task tests share.
 
 ``Stack`` holds a migrated database, a DAG folder and the settings pointing at both; it can
-trigger a run, queue what is ready and run each queued try through ``worker.execute.execute``
-(a real forked task process, a real supervisor), as a worker would.
+trigger a run, queue what is ready and run each queued try through
+``worker.supervisor.execute.execute`` (a real forked task process, a real supervisor), as a worker
+would.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from state.engine.runs import create_run
 from state.engine.scheduling import Enqueue, schedule_run_by_pk
 from state.engine.try_life import HeldTry, claim_try
 from tradewind.settings import Settings
-from worker.execute import execute
+from worker.supervisor.execute import execute
 
 
 @dataclass

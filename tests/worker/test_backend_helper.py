@@ -18,8 +18,8 @@ import pytest
 
 from tradewind.settings import reload_settings
 from worker import wire as p
-from worker.backend_helper import BackendHelper
-from worker.logs import TryLog
+from worker.helper.client import BackendHelper
+from worker.supervisor.logs import TryLog
 from worker.xcom.calls import item
 from worker.xcom.object_storage import REFERENCE_KEY
 

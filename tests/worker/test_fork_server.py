@@ -1,8 +1,8 @@
 """Task processes forked by the fork server, as in a Celery worker's slot.
 
 Each test turns the fork server on in this process (``use_fork_server``, what a worker does at its
-start) and runs tries through ``worker.execute.execute`` against a real SQLite store, as the
-supervisor tests do; the faults are real processes killed with real signals.
+start) and runs tries through ``worker.supervisor.execute.execute`` against a real SQLite store, as
+the supervisor tests do; the faults are real processes killed with real signals.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ from tests.worker.test_supervisor import (
     supervised_home,
     wait_until,
 )
-from worker import fork_server, requests
 from worker import wire as p
-from worker.fork_server import ForkServer
-from worker.try_context import TryContext
+from worker.fork_server import client as fork_server
+from worker.fork_server.client import ForkServer
+from worker.supervisor import requests
+from worker.supervisor.try_context import TryContext
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +136,7 @@ def test_the_tasks_run_in_processes_the_fork_server_forked(home: Home) -> None:
 
     assert home.run_state(run_pk) == DagRunState.SUCCESS
     [parent] = out(home, "parent")
-    assert "worker.fork_server_main" in parent
+    assert "worker.fork_server.main" in parent
     task_pid = json.loads(home.xcoms(run_pk)[("parentage", "return_value")])
     assert task_pid not in (os.getpid(), server().pid)
     assert json.loads(home.xcoms(run_pk)[("double", "return_value")]) == task_pid * 2
@@ -163,7 +164,7 @@ def test_two_slots_supervise_at_once_each_with_its_own_fork_server(home: Home) -
 
     assert outcomes == {0: ["success", "success"], 1: ["success", "success"]}
     assert servers[0] != servers[1]  # one fork server per slot
-    assert all("worker.fork_server_main" in parent for parent in out(home, "parent"))
+    assert all("worker.fork_server.main" in parent for parent in out(home, "parent"))
     for run_pk, _pending in runs:
         task_pid = json.loads(home.xcoms(run_pk)[("parentage", "return_value")])
         assert json.loads(home.xcoms(run_pk)[("double", "return_value")]) == task_pid * 2

@@ -15,8 +15,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from worker import wire as p
-from worker.request_table import request_class_of
-from worker.requests import HANDLERS
+from worker.supervisor.request_table import request_class_of
+from worker.supervisor.requests import HANDLERS
 from worker.wire import fork_server, framing, helper, task, warm
 
 CHANNELS = (task, helper, fork_server, warm)

@@ -1,13 +1,14 @@
-"""Handlers registered from their annotated request class (``worker/request_table.py``)."""
+"""Handlers registered from their annotated request class
+(``worker/supervisor/request_table.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from worker import wire as p
-from worker.request_table import HANDLERS, handles
-from worker.requests import succeed_task
-from worker.try_context import TryContext
+from worker.supervisor.request_table import HANDLERS, handles
+from worker.supervisor.requests import succeed_task
+from worker.supervisor.try_context import TryContext
 
 
 def test_a_handler_is_registered_for_the_class_it_is_annotated_with() -> None:

@@ -12,8 +12,8 @@ from broker_config import message_of
 from state.core.db import session_scope
 from state.records.connections import put_connection, set_variable
 from tests.state.harness import Home, tradewind_home
-from worker.execute import execute
-from worker.logs import log_path
+from worker.supervisor.execute import execute
+from worker.supervisor.logs import log_path
 
 DAG = """
 import sys

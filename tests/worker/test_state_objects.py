@@ -28,12 +28,12 @@ from tests.worker.xcom_support import Moto
 from tradewind.connections import Connection
 from tradewind.settings import Settings, SettingsError, reload_settings
 from worker import wire as p
-from worker.execute import task_details
-from worker.logs import TryLog
-from worker.requests import handle
 from worker.state_store.object_storage import ObjectStorageStateBackend
 from worker.state_store.purge import state_purger
-from worker.try_context import TryContext
+from worker.supervisor.execute import task_details
+from worker.supervisor.logs import TryLog
+from worker.supervisor.requests import handle
+from worker.supervisor.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import InProcessCalls
 from worker.xcom.try_xcoms import TryXComs

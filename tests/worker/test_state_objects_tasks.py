@@ -1,6 +1,6 @@
 """The state store on object storage in real task runs: forked task processes, the real
-supervisor (``worker.execute.execute``), the helper process it starts at the first large value,
-objects on ``file://``; on SQLite, and on PostgreSQL.
+supervisor (``worker.supervisor.execute.execute``), the helper process it starts at the first large
+value, objects on ``file://``; on SQLite, and on PostgreSQL.
 """
 
 from __future__ import annotations

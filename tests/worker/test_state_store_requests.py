@@ -18,10 +18,10 @@ from state.records import values
 from state.records.values import purge_expired_states
 from tests.state.harness import StatementCounter
 from worker import wire as p
-from worker.execute import task_details
-from worker.logs import TryLog
-from worker.requests import handle
-from worker.try_context import TryContext
+from worker.supervisor.execute import task_details
+from worker.supervisor.logs import TryLog
+from worker.supervisor.requests import handle
+from worker.supervisor.try_context import TryContext
 
 from .iterable_support import Stack
 

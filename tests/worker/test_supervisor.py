@@ -1,8 +1,8 @@
 """The supervisor end to end: real forked task processes over a real socket, a real SQLite store.
 
 Each test writes the DAGs below into its own folder, triggers a run and passes each queued try to
-``worker.execute.execute`` as a Celery worker would; tries that a finished try queues (downstream
-tasks, due retries) come back through ``publish`` and run next.
+``worker.supervisor.execute.execute`` as a Celery worker would; tries that a finished try queues
+(downstream tasks, due retries) come back through ``publish`` and run next.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from state.engine.scheduling import Enqueue
 from state.engine.try_life import claim_try
 from tests.state.harness import Home, tradewind_home
 from worker import wire as p
-from worker.execute import execute
-from worker.logs import TryLog, log_path
 from worker.process import reap_finished
-from worker.requests import HANDLERS
-from worker.supervisor import SupervisorLoop
-from worker.try_context import TryContext
+from worker.supervisor.execute import execute
+from worker.supervisor.logs import TryLog, log_path
+from worker.supervisor.loop import SupervisorLoop
+from worker.supervisor.requests import HANDLERS
+from worker.supervisor.try_context import TryContext
 
 TI = TaskInstanceState
 ROOT = Path(__file__).resolve().parents[2]
@@ -453,12 +453,12 @@ def test_a_duplicate_of_a_finished_try_is_dropped_and_runs_nothing(
     message = message_of(enqueue)
     assert run_one(home, enqueue) == "success"
 
-    with caplog.at_level(logging.WARNING, logger="worker.execute"):
+    with caplog.at_level(logging.WARNING, logger="worker.supervisor.execute"):
         assert execute(message, home.settings, publish=lambda _: None) == "dropped"
 
     assert out(home, "count") == ["ran"]
     assert home.ti(run_pk, "count").state == TI.SUCCESS
-    [record] = [r for r in caplog.records if r.name == "worker.execute"]
+    [record] = [r for r in caplog.records if r.name == "worker.supervisor.execute"]
     assert "dropped message for count/" in record.getMessage()
     assert "stale or duplicate: task instance is success at try 1" in record.getMessage()
 
@@ -494,7 +494,7 @@ def test_a_message_of_an_unknown_task_instance_is_dropped(
     home: Home, caplog: pytest.LogCaptureFixture
 ) -> None:
     message = TaskInstanceMessage(ti_id=999, try_number=1, dag_id="d", run_id="r", task_id="t")
-    with caplog.at_level(logging.WARNING, logger="worker.execute"):
+    with caplog.at_level(logging.WARNING, logger="worker.supervisor.execute"):
         assert execute(message, home.settings, publish=lambda _: None) == "dropped"
     assert "unknown task instance 999" in caplog.text
 

@@ -1,9 +1,9 @@
 """Warm task processes (TRADEWIND_TASK_PROCESS_REUSE): one task process runs several tries.
 
 As in tests/worker/test_fork_server.py, this process plays the Celery pool process: the fork
-server is on, tries run through ``worker.execute.execute`` against a real SQLite store, the task
-processes are real, and so are the signals and the child processes a try leaves behind. A task
-notes its pid; a ``probe`` run afterwards says which process the next try got.
+server is on, tries run through ``worker.supervisor.execute.execute`` against a real SQLite store,
+the task processes are real, and so are the signals and the child processes a try leaves behind. A
+task notes its pid; a ``probe`` run afterwards says which process the next try got.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from tests.worker.test_supervisor import (
     try_log,
     wait_until,
 )
-from worker import fork_server, warm
+from worker.fork_server import client as fork_server
+from worker.fork_server import warm
 
 TI = TaskInstanceState
 

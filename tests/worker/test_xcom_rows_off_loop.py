@@ -1,11 +1,11 @@
-"""The supervisor reads and writes XCom rows off its loop (worker/background.py).
+"""The supervisor reads and writes XCom rows off its loop (worker/supervisor/background.py).
 
 A 64 MiB value keeps the database busy for over a second; done in the loop, that write held up
 the try's heartbeats (2.2 to 2.5 s gaps against a 1 s interval). Here the row write (or read) is
 made to take longer than the zombie threshold before it touches the database: heartbeats must
 keep coming meanwhile, and the value must still arrive where it belongs.
 
-Real forked Python tasks and a real supervisor (``worker.execute.execute``), SQLite.
+Real forked Python tasks and a real supervisor (``worker.supervisor.execute.execute``), SQLite.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from state.core.db import session_scope
 from state.core.models import XCom
 from tests.state.harness import Home, tradewind_home
 from tests.worker.xcom_support import PIPELINE_DAG, watching
-from worker.background import Background
-from worker.execute import execute
+from worker.supervisor.background import Background
+from worker.supervisor.execute import execute
 from worker.xcom import serving
 
 HEARTBEAT_SECONDS = 0.5

@@ -1,7 +1,7 @@
 """Runtime tasks (Node.js, over the framed protocol) with an XCom backend in the helper process.
 
-Real processes throughout: the supervisor (``worker.execute.execute``, in this process), the
-Node.js task it starts, and the helper running a test backend (``xcom_support``) that can be
+Real processes throughout: the supervisor (``worker.supervisor.execute.execute``, in this process),
+the Node.js task it starts, and the helper running a test backend (``xcom_support``) that can be
 made slow. What DESIGN.md §6 promises, each a test: heartbeats and ``execution_timeout`` never
 wait on a backend call; a helper that dies fails its calls and the try cleanly; what an earlier
 try stored is purged before the retry runs; look-ups go through the supervisor, secrets masked.
@@ -30,9 +30,9 @@ from tests.state.harness import Home, tradewind_home
 from tests.worker.test_supervisor import pid_gone
 from tests.worker.xcom_support import Watch, watching
 from tradewind.settings import reload_settings
-from worker.backend_helper import BackendHelper
-from worker.execute import execute
-from worker.logs import log_path
+from worker.helper.client import BackendHelper
+from worker.supervisor.execute import execute
+from worker.supervisor.logs import log_path
 from worker.xcom.object_storage import REFERENCE_KEY
 
 ROOT = Path(__file__).resolve().parents[2]

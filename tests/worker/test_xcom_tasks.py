@@ -1,8 +1,8 @@
 """XCom backends as Python tasks use them: the backend runs in the task process, the supervisor
 stores the row it is sent; purges before a retry and on a clear; failures that name their cause.
 
-Real forked task processes and a real supervisor (``worker.execute.execute``), SQLite, and
-object storage on ``file://`` (the backends' own tests cover S3).
+Real forked task processes and a real supervisor (``worker.supervisor.execute.execute``), SQLite,
+and object storage on ``file://`` (the backends' own tests cover S3).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from state.engine.scheduling import Enqueue
 from tests.state.harness import Home, tradewind_home
 from tests.worker.xcom_support import PIPELINE_DAG
 from tradewind.settings import reload_settings
-from worker.execute import execute
-from worker.logs import log_path
+from worker.supervisor.execute import execute
+from worker.supervisor.logs import log_path
 from worker.xcom.object_storage import REFERENCE_KEY
 from worker.xcom.purge import xcom_purger
 

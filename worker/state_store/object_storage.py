@@ -10,7 +10,7 @@ It is the XCom object-storage backend with its own prefix, reference key and wor
 paths (deterministic, so a retry overwrites its own objects), the same credentials
 (``TRADEWIND_OBJECT_STORAGE_CONN_ID``), and the same rule that a missing object is an error
 naming its URL, never the URL in place of the value. It runs in the helper process
-(``worker/backend_helper_main.py``) and, for ``tradewind tasks clear``, in the clearing process.
+(``worker/helper/main.py``) and, for ``tradewind tasks clear``, in the clearing process.
 """
 
 from __future__ import annotations

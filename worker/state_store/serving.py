@@ -33,8 +33,8 @@ from state.records import database_max_value_bytes, object_reference, read_state
 from state.records import delete_states as delete_state_rows
 from state.views import PROGRESS_KEY, batch_progress
 from worker import wire as p
-from worker.request_table import handles
-from worker.try_context import TryContext
+from worker.supervisor.request_table import handles
+from worker.supervisor.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import BackendCalls, item, result_value
 

@@ -1,7 +1,7 @@
 """What a forked Python task process runs, plain or iterable: its body, given its comms socket.
 
 The supervisor forks it (``worker/process.py``, tests only) or a fork server's spare runs it
-(``worker/fork_server_main.py``); either way the body returns the task process's exit code.
+(``worker/fork_server/main.py``); either way the body returns the task process's exit code.
 """
 
 from __future__ import annotations

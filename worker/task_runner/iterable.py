@@ -1,8 +1,8 @@
 """An iterable task instance (``.iterate``): every item runs in this one task process.
 
-The body of the forked task process when the task is iterable (``worker/execute.py`` picks it):
-1. the handshake and context as for any Python task; then the input: mapped lists and shared
-   arguments resolved, and this task instance's items (all, or its batch) fingerprinted;
+The body of the forked task process when the task is iterable (``worker/supervisor/execute.py``
+picks it): 1. the handshake and context as for any Python task; then the input: mapped lists and
+   shared arguments resolved, and this task instance's items (all, or its batch) fingerprinted;
 2. the number of items recorded (progress), then ``Checkpoints.read``: a retry reads every
    earlier batch in one request, and fails right there, before any item, if it cannot;
 3. items finished in an earlier try of this generation are replayed (no call, no callback);

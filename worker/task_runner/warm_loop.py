@@ -7,7 +7,7 @@ environment as before its first try. If so it says ``TaskProcessIdle`` on its ch
 try's socket and pipes (the supervisor records the try then), and waits on the channel for the
 next ``StartTaskProcess``; if not it says ``TaskProcessExiting`` with the reason, and exits as a
 fresh process does. The supervisor's side, and what only it can judge (a timeout, a stop), is
-``worker/warm.py``.
+``worker/fork_server/warm.py``.
 
 What a reused process keeps between tries is what Python keeps: every imported module and its
 globals, the DAG files it loaded (each loaded again when its file changed, ``worker/dags.py``),
@@ -30,8 +30,8 @@ from pathlib import Path
 from worker import wire as p
 from worker.dags import find_task
 from worker.process import (
-    _PRCTL,
-    _RESET_SIGNALS,
+    PRCTL,
+    RESET_SIGNALS,
     attach_task_channels,
     set_signal_handler,
 )
@@ -167,14 +167,14 @@ def live_children() -> list[int]:
 def _become_subreaper() -> None:
     """Orphans of this process's tries (a daemon's double fork) become its children, so a try
     that left one behind is seen to have."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_CHILD_SUBREAPER, 1)
+    if PRCTL is not None:
+        PRCTL(_PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _fresh_try_state() -> None:
     """What the next try must not inherit from this one's run."""
     runner._try_given_up = False  # set by a SIGUSR2; that try was stopped, but fail closed
-    for signum in _RESET_SIGNALS:
+    for signum in RESET_SIGNALS:
         set_signal_handler(signum, _signal.SIG_DFL)
 
 

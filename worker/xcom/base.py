@@ -7,7 +7,7 @@ reference to a value it holds elsewhere.
 
 Where a backend runs: a Python task runs it in its own process and sends its supervisor only the
 row; for a runtime task, the supervisor runs a non-default backend in a helper process
-(``worker/backend_helper.py``). The supervisor itself never runs one that does I/O: it forks
+(``worker/helper/client.py``). The supervisor itself never runs one that does I/O: it forks
 task processes, and a backend's cached clients and threads must not be inherited by them.
 """
 

@@ -21,10 +21,10 @@ from state.core import TryFenced, XCom, assert_fence, session_scope
 from state.records import TIKey, database_max_value_bytes, read_xcom, read_xcoms, write_xcom
 from tradewind.xcom_arg import XComArg
 from worker import wire as p
-from worker.background import Outcome
-from worker.request_table import handles
+from worker.supervisor.background import Outcome
+from worker.supervisor.request_table import handles
+from worker.supervisor.try_context import TryContext
 from worker.task_runner.mapping import arguments_at, items_of
-from worker.try_context import TryContext
 from worker.xcom.base import XComAddress, XComBackendError
 from worker.xcom.calls import item, result_value
 from worker.xcom.try_xcoms import row_of

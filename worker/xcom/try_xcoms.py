@@ -18,8 +18,8 @@ from sqlalchemy import select
 from state.core import XCom, session_scope
 from state.records import TIKey
 from tradewind.context import CONTEXT_KEYS
-from worker.backend_helper import BackendHelper, BackendHelperOnDemand
-from worker.logs import TryLog
+from worker.helper.client import BackendHelper, BackendHelperOnDemand
+from worker.supervisor.logs import TryLog
 from worker.task_runner.mapping import is_expanded
 from worker.xcom.calls import BackendCalls, InProcessCalls
 from worker.xcom.configured import backend_class, runs_in_helper

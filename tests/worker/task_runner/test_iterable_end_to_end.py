@@ -19,9 +19,9 @@ from state.core.enums import DagRunState, TaskInstanceState
 from state.core.models import DagRun, TaskStateValue, XCom
 from state.engine.runs import clear_task_instances
 from tests.worker.iterable_support import Stack, add_iterate_dag
-from worker import requests
 from worker import wire as p
-from worker.try_context import TryContext
+from worker.supervisor import requests
+from worker.supervisor.try_context import TryContext
 
 TI = TaskInstanceState
 

@@ -23,8 +23,8 @@ import pytest
 from broker_config import message_of
 from tests.state.harness import Home, tradewind_home
 from worker import process as process_module
-from worker.execute import execute
-from worker.logs import log_path
+from worker.supervisor.execute import execute
+from worker.supervisor.logs import log_path
 from worker.task_runner import runner
 from worker.task_runner.runner import parameter_names
 

@@ -2,7 +2,7 @@
 XCom backend (a runtime task's XComs, a retry's purges) and the state store's object-storage
 backend (any task's large state values), as ``XComBackendCall.backend`` says.
 
-Started per try as ``python -m worker.backend_helper_main`` with its comms socket's fd in
+Started per try as ``python -m worker.helper.main`` with its comms socket's fd in
 ``TRADEWIND_COMMS_FD``. It asks for a call (``AwaitXComBackendCall``), runs it, and answers
 with the result (``XComBackendResult``), which is also how it asks for the next call, until the
 supervisor sends ``exit``. Connection and Variable look-ups of the backend are requests to the
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from tradewind.settings import Settings, SettingsError, get_settings
 from worker import wire as p
-from worker.process import COMMS_FD_ENV, _die_with_parent
+from worker.process import COMMS_FD_ENV, die_with_parent
 from worker.task_runner.lookups import CommsLookups, LookupFailed
 from worker.xcom.base import Lookups, XComBackend
 from worker.xcom.calls import run_call
@@ -99,7 +99,7 @@ def serve(comms: socket.socket) -> None:
 
 
 def main() -> int:
-    _die_with_parent()
+    die_with_parent()
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )

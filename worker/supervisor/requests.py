@@ -1,10 +1,10 @@
 """What the supervisor does for each request of its task: one small handler per message type.
 
 Dispatch is a table (message class -> handler), written by ``@handles`` from each handler's
-annotated request class (``worker/request_table.py``): the handlers here, and those of XComs,
-state values and assets in their own modules. Every write names the try's fence, so a try that
-lost its task instance (cleared, or given up as a zombie) gets an ``ErrorResponse``. What a
-handler is given is the try's ``TryContext`` (``worker/try_context.py``).
+annotated request class (``worker/supervisor/request_table.py``): the handlers here, and those of
+XComs, state values and assets in their own modules. Every write names the try's fence, so a try
+that lost its task instance (cleared, or given up as a zombie) gets an ``ErrorResponse``. What a
+handler is given is the try's ``TryContext`` (``worker/supervisor/try_context.py``).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from state.records import checkpoints as cp
 from state.records import get_connection as read_connection
 from state.records import get_variable as read_variable
 from tradewind.connections import is_sensitive
-from worker import asset_requests as assets
 from worker import wire as p
-from worker.request_table import HANDLERS, handles
 from worker.state_store import serving as state
-from worker.try_context import TryContext, answer
+from worker.supervisor import asset_requests as assets
+from worker.supervisor.request_table import HANDLERS, handles
+from worker.supervisor.try_context import TryContext, answer
 from worker.xcom import serving
 
 # The other modules of handlers: importing them registers theirs, so the table is whole once
-# this module is imported (worker/request_table.py).
+# this module is imported (worker/supervisor/request_table.py).
 HANDLER_MODULES = (serving, state, assets)
 
 

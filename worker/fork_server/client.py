@@ -6,7 +6,7 @@ afterwards is copied too. Forked from a Celery pool process (celery, kombu, SQLA
 faults while it supervised, and the task process's own teardown. And on the threads pool the
 supervisors' process runs several threads, and must not fork at all (a lock another thread held
 at the fork stays held in the child). So each slot (``worker/slots.py``: a thread of the threads
-pool, or a prefork pool process) has one fork server (``worker/fork_server_main.py``): a fresh
+pool, or a prefork pool process) has one fork server (``worker/fork_server/main.py``): a fresh
 interpreter that imports only what a task process runs (the authoring API, the runner, the DAG
 files it is asked for) and forks the task processes ahead of need
 (docs/decisions/tasks-fork-from-a-lean-server.md).
@@ -43,14 +43,14 @@ from functools import partial
 from tradewind.dag import DAG
 from tradewind.task import Task
 from worker import wire as p
+from worker.fork_server.warm import WarmProcess, drop_all_idle, next_start, start_in, take_idle
 from worker.process import COMMS_FD_ENV, TaskProcess, fork_python_task, reap_finished
 from worker.slots import PerSlot
 from worker.task_runner.body import task_body
-from worker.warm import WarmProcess, drop_all_idle, next_start, start_in, take_idle
 
 log = logging.getLogger(__name__)
 
-SERVER_COMMAND = (sys.executable, "-m", "worker.fork_server_main")
+SERVER_COMMAND = (sys.executable, "-m", "worker.fork_server.main")
 #: The worker process's pid, so the server can tell it died before ``PR_SET_PDEATHSIG`` was set.
 PARENT_PID_ENV = "TRADEWIND_FORK_SERVER_PARENT"
 MAX_PACKET_BYTES = 1 << 16
@@ -95,7 +95,8 @@ class ForkServer:
         """Start the task on the spare; raises ForkServerError. Nothing here waits on the
         server unless it has no spare ready yet (the first try, or a spare that died).
 
-        ``then_wait``: the spare's channel is kept, for its next try (``worker/warm.py``).
+        ``then_wait``: the spare's channel is kept, for its next try
+        (``worker/fork_server/warm.py``).
         """
         packet = p.StartTaskProcess(
             fileloc=fileloc, dag_id=dag_id, task_id=task_id, details=details, then_wait=then_wait
@@ -320,7 +321,8 @@ def start_python_task(
 
     ``details``: the handshake's reply, if the supervisor has it now (the task skips asking).
     ``reuse``: TRADEWIND_TASK_PROCESS_REUSE, the tries one task process may run (fork server
-    only): above 1, the try goes to the idle task process if one waits (``worker/warm.py``).
+    only): above 1, the try goes to the idle task process if one waits
+    (``worker/fork_server/warm.py``).
     """
     if not _enabled:
         return fork_python_task(task_body(dag, task, details))

@@ -25,11 +25,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from state.core import BeatSchedule, OutageLog, TryFenced, budget_seconds, is_store_outage, one_line
 from state.engine import Failed, HeldTry, Outcome, Skipped, beat
 from worker import wire as p
-from worker.outbox import Outbox
+from worker.fork_server.warm import keep_or_release
 from worker.process import TaskProcess, close_process_handles, reap_later
-from worker.requests import handle
-from worker.try_context import TryContext
-from worker.warm import keep_or_release
+from worker.supervisor.requests import handle
+from worker.supervisor.try_context import TryContext
+from worker.wire.outbox import Outbox
 
 log = logging.getLogger(__name__)
 _READ_BYTES = 65536
@@ -118,7 +118,8 @@ class SupervisorLoop:
         return not self._open and self.ctx.outcome is not None and not self.timed_out
 
     def ended_cleanly(self) -> bool:
-        """Said and closed, never stopped: its task process may run another try (worker/warm.py)."""
+        """Said and closed, never stopped: its task process may run another try
+        (worker/fork_server/warm.py)."""
         deadlines: Deadlines | None = getattr(self, "deadlines", None)  # None: run() never began
         return (
             deadlines is not None

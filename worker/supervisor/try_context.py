@@ -21,8 +21,8 @@ from state.core import Fence, StoreUnavailable, TryFenced
 from state.engine import Outcome
 from state.records import TIKey
 from worker import wire as p
-from worker.background import Background
-from worker.logs import TryLog
+from worker.supervisor.background import Background
+from worker.supervisor.logs import TryLog
 from worker.xcom.base import XComBackendError
 from worker.xcom.try_xcoms import TryXComs, prepare_xcoms
 
@@ -44,7 +44,7 @@ class TryContext:
     # or goes to object storage (worker/state_store/serving.py).
     max_value_bytes: int
     xcoms: TryXComs = field(default_factory=TryXComs)
-    # XCom rows are read and written here, off the loop (worker/background.py).
+    # XCom rows are read and written here, off the loop (worker/supervisor/background.py).
     background: Background = field(default_factory=Background)
     outcome: Outcome | None = None
     lost: bool = False

@@ -1,6 +1,6 @@
-"""The fork server: forks a supervisor's Python task processes (``worker/fork_server.py``).
+"""The fork server: forks a supervisor's Python task processes (``worker/fork_server/client.py``).
 
-Started by the supervisor as ``python -m worker.fork_server_main``, with its end of a
+Started by the supervisor as ``python -m worker.fork_server.main``, with its end of a
 SOCK_SEQPACKET pair in ``TRADEWIND_COMMS_FD``. It imports nothing of Celery or SQLAlchemy, so
 what it forks is small.
 
@@ -41,11 +41,11 @@ from typing import NoReturn
 
 from worker import wire as p
 from worker.dags import preload
-from worker.fork_server import MAX_PACKET_BYTES, PARENT_PID_ENV
+from worker.fork_server.client import MAX_PACKET_BYTES, PARENT_PID_ENV
 from worker.process import (
-    _PR_SET_PDEATHSIG,
-    _PRCTL,
     COMMS_FD_ENV,
+    PR_SET_PDEATHSIG,
+    PRCTL,
     exit_task_process,
     prepare_task_process,
 )
@@ -214,8 +214,8 @@ def _die_with(parent: int) -> None:
     the worker's main thread (the servers started with the worker) or a pool thread (a server
     started again), each of which lives as long as the worker does.
     """
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before prctl took effect
         sys.exit(0)
 

@@ -3,7 +3,7 @@
 The helper runs the storage backends the supervisor must not run itself: the XCom backend, for
 a runtime task with a non-default one (and for a retry's purge of what an earlier try stored),
 and the state store's object-storage backend, for the large state values of any task. The
-supervisor starts at most one helper per try (``worker/backend_helper_main.py``) and services it
+supervisor starts at most one helper per try (``worker/helper/main.py``) and services it
 from the same selector as the task, so a slow backend call never delays the task's heartbeats
 or its ``execution_timeout``:
 
@@ -38,12 +38,12 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from worker import wire as p
-from worker.logs import TryLog
-from worker.outbox import Outbox
 from worker.process import TaskProcess, close_process_handles, exec_runtime_task
+from worker.supervisor.logs import TryLog
+from worker.wire.outbox import Outbox
 from worker.xcom.calls import Finish
 
-HELPER_COMMAND = (sys.executable, "-m", "worker.backend_helper_main")
+HELPER_COMMAND = (sys.executable, "-m", "worker.helper.main")
 LOG_SOURCE = "backend-helper"
 _READ_BYTES = 1 << 20
 #: After SIGTERM, how long a helper may take to go before SIGKILL.

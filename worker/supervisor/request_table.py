@@ -6,10 +6,10 @@ the handler for that class. The table (``HANDLERS``) cannot then name a class it
 take, nor drift from the task channel's union of requests: ``@handles`` refuses, at import, a
 class that is not in that union and a second handler for one class; that every request of the
 union has its handler is tested (tests/worker/test_protocol.py). The table is whole once
-``worker/requests.py``, which imports every module of handlers, is imported.
+``worker/supervisor/requests.py``, which imports every module of handlers, is imported.
 
-Dispatch stays one dict look-up per request (``worker/requests.py``'s ``handle``): nothing here
-runs after import.
+Dispatch stays one dict look-up per request (``worker/supervisor/requests.py``'s ``handle``):
+nothing here runs after import.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from worker import wire as p
-from worker.try_context import TryContext
+from worker.supervisor.try_context import TryContext
 
 RequestT = TypeVar("RequestT", bound=p.Message)
 ReplyT = TypeVar("ReplyT", bound=p.Message | None)

@@ -15,8 +15,8 @@ from state.records import (
     write_asset_state,
 )
 from worker import wire as p
-from worker.request_table import handles
-from worker.try_context import TryContext
+from worker.supervisor.request_table import handles
+from worker.supervisor.try_context import TryContext
 
 
 @handles

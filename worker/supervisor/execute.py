@@ -20,12 +20,12 @@ from tradewind.task import Task
 from tradewind.virtualenv import needs_fresh_process
 from worker import wire as p
 from worker.dags import find_task
-from worker.fork_server import ForkServerError, start_python_task
-from worker.logs import TryLog, log_path
+from worker.fork_server.client import ForkServerError, start_python_task
 from worker.process import TaskProcess, exec_runtime_task
-from worker.start_beats import START_BEATS
-from worker.supervisor import SupervisorSettings, supervise_process
-from worker.try_context import TryContext
+from worker.supervisor.logs import TryLog, log_path
+from worker.supervisor.loop import SupervisorSettings, supervise_process
+from worker.supervisor.start_beats import START_BEATS
+from worker.supervisor.try_context import TryContext
 from worker.xcom.serving import details_at_start
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,8 @@ def run_claimed(held: HeldTry, settings: Settings, try_log: TryLog) -> Outcome |
     """Run the held try supervised; how it ended, or None when it lost its task instance."""
     with ExitStack() as starting:
         # Until the supervisor's loop beats for it, a try whose start takes long (a heavy DAG
-        # file, a cold fork server on a busy machine) is beaten for by worker/start_beats.py.
+        # file, a cold fork server on a busy machine) is beaten for by
+        # worker/supervisor/start_beats.py.
         starting.enter_context(
             START_BEATS.starting(settings.sql_url, held.fence, settings.heartbeat_seconds)
         )

@@ -28,7 +28,7 @@ from worker import wire as p
 from worker.slots import PerSlot
 
 if TYPE_CHECKING:
-    from worker.logs import TryLog
+    from worker.supervisor.logs import TryLog
 
 _MAX_PACKET_BYTES = 1 << 16
 
