@@ -283,7 +283,7 @@ def test_the_checker_resolves_relative_function_level_and_from_imports(tmp_path:
         ("pkg.other.thing", True),
         ("os.path", True),
         ("state", False),
-        ("state.core.db", False),
+        ("state.db", False),
     }
 
 
