@@ -3,14 +3,22 @@
 The app is built on first access, so importing the worker's modules (in tests, in the CLI)
 reads no settings and touches no broker.
 
-Two sides, kept apart by the layout. The modules here run where the supervisors run (the
-Celery worker's own process on the threads pool, its default; each pool process on prefork): the
-supervisor and its request handlers (a try's claim and record are the store's:
-``state.engine.try_life``), the fork server, the backend helper process, how XComs and state values
-are served. ``task_runner/`` is what a task process runs; it never imports ``state`` or SQLAlchemy.
-Between them: ``wire/``, the messages and frames every process speaks (one module per channel),
-and the backends (``xcom/``, ``state_store/object_storage.py``), which a task process or the
-backend helper runs and the supervisor never does.
+Grouped by the process each module runs in, bottom to top:
+
+- ``wire/`` (framing and one module per channel), ``process.py`` (starting and ending a task
+  process), ``slots.py`` and ``dags.py`` (a task found in the worker's DAG files): what every
+  process of the worker shares;
+- ``task_runner/``: what a task process runs; it never imports ``state`` or SQLAlchemy;
+- ``fork_server/``: the fork server's own process (``main``), the supervisor's side of it
+  (``client``) and warm task processes (``warm``);
+- ``helper/``: the backend helper process (``main``) and the supervisor's side (``client``);
+- ``xcom/`` and ``state_store/``: the backends, which a task process or the helper runs, and how
+  the supervisor serves their rows;
+- ``supervisor/``: one message from claim to record (``execute``; the claim and the record are
+  the store's, ``state.engine``), the loop servicing a task process, the request handlers;
+- ``celery_app.py`` and ``threads.py``: the Celery app and its pool, on top.
+
+docs/code-map.md draws the whole house.
 """
 
 from __future__ import annotations
