@@ -7,8 +7,9 @@ views can both use a record without reaching each other.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from state.core.faces import lazy_names
 
 if TYPE_CHECKING:
     from state.records.asset_state import delete_asset_state, read_asset_state, write_asset_state
@@ -87,8 +88,7 @@ if TYPE_CHECKING:
         write_xcom,
     )
 
-# Each name's module, imported when the name is first asked for: a caller pays only for what it
-# uses (the backend helper reads one constant of the core without loading SQLAlchemy).
+# Each name's module, imported when the name is first asked for (state/core/faces.py).
 _MODULE_OF = {
     "BATCH_PREFIX": "checkpoints",
     "BY_HAND": "assets",
@@ -234,10 +234,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _MODULE_OF)
