@@ -89,12 +89,12 @@ class Fleet:
         for child in tree.get(self.worker, []):
             # Prefork: the worker's children are its pool processes, each with a fork server.
             # Threads: the fork servers are the worker's own children.
-            if "fork_server_main" in _cmdline(child):
+            if "worker.fork_server.main" in _cmdline(child):
                 roles.update(_fork_server_tree(child, tree))
                 continue
             roles[child] = "pool processes"
             for grandchild in tree.get(child, []):
-                if "fork_server_main" in _cmdline(grandchild):
+                if "worker.fork_server.main" in _cmdline(grandchild):
                     roles.update(_fork_server_tree(grandchild, tree))
         for root, role in ((self.scheduler, "scheduler"), (self.watcher, "watcher")):
             if root is not None:

@@ -59,8 +59,8 @@ def _gone(pid: int) -> bool:
 
 def _fork_servers(worker: int) -> list[int]:
     """The worker's fork servers (their task processes, forked, have the same command line)."""
-    servers = [pid for pid in _tree(worker) if "fork_server_main" in _cmdline(pid)]
-    return [pid for pid in servers if "fork_server_main" not in _cmdline(_parent(pid))]
+    servers = [pid for pid in _tree(worker) if "worker.fork_server.main" in _cmdline(pid)]
+    return [pid for pid in servers if "worker.fork_server.main" not in _cmdline(_parent(pid))]
 
 
 def _parent(pid: int) -> int:

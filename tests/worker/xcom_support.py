@@ -176,7 +176,7 @@ class SlowBackend(ObjectStorageXComBackend):
     @classmethod
     def from_settings(cls, settings: Settings, lookups: Lookups) -> XComBackend:
         # Python tasks build their backend too: only the helper process names itself.
-        if sys.argv[0].endswith("backend_helper_main.py"):
+        if sys.argv[0].endswith("helper/main.py"):
             _marker("helper.pid", str(os.getpid()))
         return super().from_settings(settings, lookups)
 
