@@ -22,7 +22,7 @@ from state.core import (
     TaskInstance,
     TaskSpec,
     display_url,
-    is_sqlite,
+    is_embedded,
     schema_revision,
     session_scope,
     structure_of,
@@ -56,7 +56,7 @@ def open_store(settings: Settings) -> str:
         at = schema_revision(url)
         if at == SCHEMA_REVISION:
             return url
-        if is_sqlite(url):
+        if is_embedded(url):
             from state.core import upgrade  # Alembic: only when there is work for it
 
             upgrade(url)

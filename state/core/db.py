@@ -28,9 +28,9 @@ def display_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def is_sqlite(url: str) -> bool:
-    """Whether ``url`` names a SQLite store (the embedded default)."""
-    return make_url(url).get_backend_name() == "sqlite"
+def is_embedded(url: str) -> bool:
+    """Whether ``url`` names a store kept in a file of this machine (the embedded default)."""
+    return statements_for(url).embedded
 
 
 def normalize_url(url: str) -> str:

@@ -25,9 +25,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.autogenerate.api import AutogenContext
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import JSON, MetaData, TypeDecorator, make_url
+from sqlalchemy import JSON, MetaData, TypeDecorator
 
 from state.core.db import get_engine
+from state.core.dialects import statements_named
 from state.core.models import Base
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -44,7 +45,6 @@ def alembic_config(url: str) -> Config:
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Upgrade the database at ``url`` to ``revision`` in one transaction."""
-    _create_sqlite_folder(url)
     config = alembic_config(url)
     with get_engine(url).begin() as connection:
         config.attributes["connection"] = connection
@@ -71,15 +71,10 @@ def check_models_match(url: str, metadata: MetaData = Base.metadata) -> list[Any
 
 def context_options(dialect_name: str) -> dict[str, Any]:
     """The options ``env.py`` and ``check_models_match`` give Alembic, so both compare alike."""
-    sqlite = dialect_name == "sqlite"
     return {
         "target_metadata": Base.metadata,
         "compare_type": True,
-        # SQLite cannot ALTER most things: Alembic copies the table instead ("batch" mode).
-        "render_as_batch": sqlite,
-        # state.core.db opens SQLite transactions itself (BEGIN IMMEDIATE), so DDL there is atomic
-        # too; Alembic would otherwise assume it is not and commit after each statement.
-        "transactional_ddl": True if sqlite else None,
+        **statements_named(dialect_name).migration_options,
         "render_item": render_item,
     }
 
@@ -97,9 +92,3 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
         autogen_context.imports.add("from sqlalchemy.dialects import postgresql")
         return "sa.JSON().with_variant(postgresql.JSONB(), 'postgresql')"
     return False
-
-
-def _create_sqlite_folder(url: str) -> None:
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,7 @@ __all__ = [
     "StoreDialect",
     "queued_values",
     "statements_for",
+    "statements_named",
     "statements_of",
 ]
 
@@ -56,6 +57,11 @@ def statements_for(url: str) -> StoreDialect:
         raise NotImplementedError(
             f"no store on {name}: Tradewind runs on PostgreSQL and SQLite"
         ) from None
+
+
+def statements_named(name: str) -> StoreDialect:
+    """The dialect SQLAlchemy calls ``name`` (``postgresql``, ``sqlite``)."""
+    return statements_for(f"{name}://")
 
 
 def statements_of(session: Session) -> StoreDialect:

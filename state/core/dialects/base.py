@@ -134,6 +134,11 @@ class StoreDialect(HotStatements, Protocol):
     autocommit_statements: bool
     #: Whether schedulers can be woken when a run is created (LISTEN and NOTIFY).
     wakes_schedulers: bool
+    #: Whether the store is a file of this machine (the embedded default), which the command
+    #: line migrates on first use rather than asking for ``tradewind db migrate``.
+    embedded: bool
+    #: What Alembic is told of the dialect (``state.core.migrate.context_options``).
+    migration_options: Mapping[str, Any]
 
     def create_engine(self, url: str, options: EngineOptions) -> Engine:
         """The pooled engine for ``url``, with this dialect's connection settings."""

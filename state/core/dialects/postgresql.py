@@ -112,6 +112,8 @@ class PostgreSQL(SqlStatements):
     name = "postgresql"
     autocommit_statements = True
     wakes_schedulers = True
+    embedded = False
+    migration_options: Mapping[str, Any] = {"render_as_batch": False, "transactional_ddl": None}
     first_waiting_among = FIRST_WAITING_AMONG
 
     def __init__(self) -> None:

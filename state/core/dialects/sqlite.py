@@ -88,6 +88,11 @@ class SQLite(SqlStatements):
     name = "sqlite"
     autocommit_statements = False
     wakes_schedulers = False
+    embedded = True
+    # SQLite cannot ALTER most things: Alembic copies the table instead ("batch" mode). The
+    # engine opens its transactions itself (BEGIN IMMEDIATE), so DDL is atomic here too: Alembic
+    # would otherwise assume it is not and commit after each statement.
+    migration_options: Mapping[str, Any] = {"render_as_batch": True, "transactional_ddl": True}
     first_waiting_among = FIRST_WAITING_AMONG
 
     def claim(
