@@ -20,7 +20,7 @@ def print_outcome(console: Console, url: str, dag_id: str, run_id: str) -> None:
     """The run's task instances, then each leaf task's ``return_value`` (the run's result)."""
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
-        dag_model = get_dag(session, dag_id)
+        dag_model = get_dag(session, dag_id, with_structure=True)
         tasks = structure_of(dag_model).tasks if dag_model else {}
         tis = task_instances(session, run, tasks)
         pairs = ((ti.task_id, ti.map_index) for ti in tis)

@@ -30,7 +30,7 @@ def show(
     url = open_store(settings)
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
-        dag_model = get_dag(session, dag_id)
+        dag_model = get_dag(session, dag_id, with_structure=True)
         order = structure_of(dag_model).tasks if dag_model else None
         document = run_record(run)
         tis = task_instances(session, run, order)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 def check_conf(session: Session, dag_id: str, conf: Mapping[str, Any]) -> None:
     """Refuse a trigger's conf that breaks one of the DAG's params, in one line naming it."""
-    model = get_dag(session, dag_id)
+    model = get_dag(session, dag_id, with_structure=True)
     if model is None:
         return  # create_run says the DAG is unknown
     try:

@@ -53,7 +53,7 @@ def test_task(settings: Settings, dag_id: str, task_id: str, conf: dict[str, Any
 def queue_alone(url: str, dag_id: str, task_id: str, conf: dict[str, Any]) -> tuple[Enqueue, int]:
     """A test run where only ``task_id`` is left, its first try queued."""
     with session_scope(url) as session:
-        model = get_dag(session, dag_id)
+        model = get_dag(session, dag_id, with_structure=True)
         spec = structure_of(model).tasks.get(task_id) if model is not None else None
         if model is not None and spec is None:
             fail(f"DAG {dag_id!r} has no task {task_id!r}")

@@ -59,7 +59,7 @@ def clear(
         fail(str(error))
     with session_scope(url) as session:
         run = get_run(session, dag_id, run_id)
-        dag_model = get_dag(session, dag_id)
+        dag_model = get_dag(session, dag_id, with_structure=True)
         tasks = structure_of(dag_model).tasks if dag_model else {}
         check_task_ids(dag_id, tasks, task_ids or [])
         try:

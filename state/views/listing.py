@@ -92,9 +92,15 @@ def all_dags(session: Session, where: DagFilter = DagFilter()) -> list[DagModel]
     return list(session.scalars(_dags(where).order_by(DagModel.dag_id)))
 
 
-def get_dag(session: Session, dag_id: str) -> DagModel | None:
+def get_dag(session: Session, dag_id: str, with_structure: bool = False) -> DagModel | None:
     """The DAG, its structure loaded only when read (``state.core.structure.structure_of`` reads
-    it once per version: a large DAG's JSON is not decoded on every page)."""
+    it once per version: a large DAG's JSON is not decoded on every page).
+
+    ``with_structure`` reads it with the row: one statement rather than two for a process that
+    reads a DAG once (a CLI command), where no version has been parsed yet.
+    """
+    if with_structure:
+        return session.get(DagModel, dag_id)
     return session.get(DagModel, dag_id, options=[defer(DagModel.structure)])
 
 
