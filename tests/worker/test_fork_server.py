@@ -223,8 +223,9 @@ def test_a_changed_dag_file_runs_its_new_code(home: Home) -> None:
 
 POOL_PROCESS = """
 import sys, time
-from worker import fork_server, requests
 from worker import wire as p
+from worker.fork_server import client as fork_server
+from worker.supervisor import requests
 from worker.dags import find_task
 
 fork_server.use_fork_server()
