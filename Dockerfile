@@ -7,6 +7,7 @@ COPY worker worker
 COPY state state
 COPY broker_config broker_config
 COPY api api
+COPY cli cli
 COPY examples examples
 RUN pip install --no-cache-dir '.[postgres,flower]'
 ENV TRADEWIND_DAGS_FOLDER=/app/dags
