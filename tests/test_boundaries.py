@@ -292,10 +292,8 @@ def test_the_lazy_app_of_the_worker_package_is_not_a_module_level_import() -> No
     assert {imp.top_level for imp in imports if imp.module == "worker.celery_app"} == {False}
 
 
-def test_importing_the_task_side_in_a_fresh_interpreter_loads_no_sql() -> None:
-    """What the AST walk above cannot see (a dynamic import, a third-party module that imports
-    SQLAlchemy) shows in ``sys.modules`` once the task side is really imported."""
-    modules = [*TASK_RUNNER_MODULES, "worker.fork_server.main"]
+def loaded_by_importing(modules: list[str]) -> list[str]:
+    """Every module in ``sys.modules`` once ``modules`` are imported in a fresh interpreter."""
     script = (
         "import importlib, json, sys\n"
         f"for name in {modules!r}:\n"
@@ -305,7 +303,14 @@ def test_importing_the_task_side_in_a_fresh_interpreter_loads_no_sql() -> None:
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
     )
-    loaded = json.loads(done.stdout)
+    loaded: list[str] = json.loads(done.stdout)
+    return loaded
+
+
+def test_importing_the_task_side_in_a_fresh_interpreter_loads_no_sql() -> None:
+    """What the AST walk above cannot see (a dynamic import, a third-party module that imports
+    SQLAlchemy) shows in ``sys.modules`` once the task side is really imported."""
+    loaded = loaded_by_importing([*TASK_RUNNER_MODULES, "worker.fork_server.main"])
     assert "worker.task_runner.runner" in loaded
     assert [m for m in loaded if any(is_within(m, name) for name in TASK_PROCESS_BANS)] == []
 
@@ -313,16 +318,7 @@ def test_importing_the_task_side_in_a_fresh_interpreter_loads_no_sql() -> None:
 def test_importing_the_authoring_api_in_a_fresh_interpreter_loads_no_other_part() -> None:
     """What DAG authors import stands alone: no module of it brings the store, the worker, the
     scheduler, the broker's contract, the API server or the CLI into their process."""
-    script = (
-        "import importlib, json, sys\n"
-        f"for name in {AUTHORING_MODULES!r}:\n"
-        "    importlib.import_module(name)\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    loaded = json.loads(done.stdout)
+    loaded = loaded_by_importing(AUTHORING_MODULES)
     assert "tradewind.dag" in loaded
     assert [m for m in loaded if any(is_within(m, part) for part in OTHER_THAN_AUTHORING)] == []
 
