@@ -141,7 +141,7 @@ class TaskInstance(Base):
         UniqueConstraint("dag_id", "run_id", "task_id", "map_index"),
         Index("ix_task_instance_state", "state"),
         # The tries waiting for a slot, per run and pool, in the order they are queued: an ended
-        # try hands its slot to the first (state/engine/hand_over.py) without reading the run.
+        # try hands its slot to the first (state/engine/end.py, _hand_over) without reading the run.
         Index(
             "ix_task_instance_waiting",
             "dag_id",

@@ -3,7 +3,7 @@
 ``state.engine.try_life.record`` calls ``end_try`` once per try, with its ``Verdict`` on how the try
 ended. It plans from the DAG's structure (parsed once per version,
 ``state.engine.scheduling.cached_dag``), records the end fenced by the try, and acts on the plan:
-the slot handed over with the end (``state.engine.hand_over.end_and_take``: one statement on
+the slot handed over with the end (the dialect's ``end_and_take``: one statement on
 PostgreSQL, a short transaction on SQLite), or the end and a pass over the run in one transaction.
 Whatever fails before the end is written leaves the end to be recorded alone: the scheduler's loop
 guarantees progress, the plan only makes it sooner. A branch's choice is the exception: the tasks it
@@ -26,9 +26,13 @@ from state.core import (
     TI_TABLE,
     Chosen,
     Fence,
+    FirstInPool,
+    NextByName,
+    SlotTaker,
     TaskInstanceState,
     session_scope,
     statement_scope,
+    statements_of,
     ti_move,
     transition_tis,
 )
@@ -41,7 +45,6 @@ from state.engine.end_plan import (
     plan_end,
     plan_reschedule,
 )
-from state.engine.hand_over import SlotTaker, end_and_take, first_waiting, lone_successor
 from state.engine.outcomes import Outcome, Succeeded
 from state.engine.scheduling import CachedDag, Enqueue, cached_dag, dag_version, pass_after_end
 from state.records import EventSource, OutletEvent, record_events
@@ -170,22 +173,29 @@ def _carry_out(url: str, end: Verdict, plan: Plan) -> Recorded:
             if not record_end(session, end):
                 return Recorded(False, [])
             return Recorded(True, pass_after_end(session, end.run_pk, plan.successor))
-    done = _hand_over(url, end, _taker(url, end, plan))
+    done = _hand_over(url, end, _taker(end, plan))
     if done.recorded and not done.enqueued and plan.then is not None:
         return Recorded(True, _pass_on_its_own(url, end, plan.then))
     return done
 
 
-def _taker(url: str, end: Verdict, plan: Successor | FirstWaiting) -> SlotTaker:
+def _taker(end: Verdict, plan: Successor | FirstWaiting) -> SlotTaker:
+    """The one successor by name, still ``none`` (unless tries of the run wait for slots: the
+    full pass queues those first); or the run's first try waiting in ``scheduled`` for a slot of
+    the ended try's pool, with ``among`` the first of a try of one of those tasks."""
     if isinstance(plan, Successor):
-        return lone_successor(end.dag_id, end.run_id, plan.task_id)
-    return first_waiting(end.dag_id, end.run_id, end.pool, plan.among)
+        return NextByName(end.dag_id, end.run_id, plan.task_id)
+    return FirstInPool(end.dag_id, end.run_id, end.pool, plan.among)
 
 
 def _hand_over(url: str, end: Verdict, taker: SlotTaker) -> Recorded:
+    """Record the end and queue ``taker`` in its slot, in the dialect's SQL: one statement on
+    PostgreSQL (a chain's hop pays one round trip, not five), a short transaction on SQLite.
+    Nothing is queued unless the run is running at the version the plan was made from and its
+    DAG is at that version and not paused (docs/decisions/one-end-path.md)."""
     assert end.version_hash is not None  # planned from that version's structure
     with statement_scope(url) as session:
-        recorded, rows = end_and_take(
+        recorded, rows = statements_of(session).end_and_take(
             session,
             end.fence,
             (end.state, end.values),
