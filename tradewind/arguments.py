@@ -16,9 +16,6 @@ from tradewind.exceptions import DagDefinitionError
 REMOVED_IN_AIRFLOW_3 = {
     "sla": "Airflow 3 removed SLAs",
     "sla_miss_callback": "Airflow 3 removed SLAs",
-    "schedule_interval": "Airflow 3 renamed it schedule",
-    "timetable": "Airflow 3 takes it as schedule",
-    "concurrency": "Airflow 3 renamed it max_active_tasks",
 }
 
 #: Accepted only at their default: anything else needs the scheduler to do what they ask.

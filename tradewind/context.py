@@ -72,6 +72,9 @@ class RuntimeTaskInstance:
         self.client.set_xcom(key, value)
 
 
+#: The type of a task's context (Airflow's ``Context``): a mapping of the keys below.
+Context = dict[str, Any]
+
 _CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("tradewind_context")
 
 #: Context keys a task function may also receive by naming them as parameters (Airflow's).

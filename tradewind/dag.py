@@ -16,6 +16,7 @@ from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from tradewind import dag_context
+from tradewind.airflow2_arguments import take_airflow2_arguments
 from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.assets import InvalidAsset, condition_of, outlets_structure
 from tradewind.exceptions import DagDefinitionError
@@ -40,7 +41,7 @@ class DAG:
         schedule: ScheduleArg = None,
         start_date: dt.datetime | None = None,
         catchup: bool = False,
-        max_active_tasks: int = 16,
+        max_active_tasks: int | None = None,
         max_active_runs: int = 16,
         params: dict[str, Any] | None = None,
         tags: list[str] | None = None,
@@ -55,6 +56,9 @@ class DAG:
     ) -> None:
         if not dag_id or not isinstance(dag_id, str):
             raise DagDefinitionError(f"dag_id must be a non-empty string, got {dag_id!r}")
+        renamed: dict[str, Any] = {"schedule": schedule, "max_active_tasks": max_active_tasks}
+        take_airflow2_arguments(dag_id, renamed, other)
+        schedule, max_active_tasks = renamed["schedule"], renamed["max_active_tasks"]
         take_default_only(f"DAG {dag_id}", other)
         refuse_unsupported(f"DAG {dag_id}", other)
         self.dag_id = dag_id
@@ -68,7 +72,7 @@ class DAG:
             raise DagDefinitionError(f"DAG {dag_id}: {error}") from None
         self.start_date = _aware(start_date)
         self.catchup = catchup
-        self.max_active_tasks = max_active_tasks
+        self.max_active_tasks = 16 if max_active_tasks is None else max_active_tasks
         self.max_active_runs = max_active_runs
         self.params = dict(params or {})
         self._param_values, self._param_specs = params_structure(self.params, dag_id)

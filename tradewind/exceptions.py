@@ -25,3 +25,27 @@ class TaskNotFound(TradewindError):
 
 AirflowSkipException = SkipTask
 AirflowFailException = FailTask
+
+
+class AirflowException(TradewindError):
+    """Airflow's base exception: raising it in a task fails the try, as any exception does."""
+
+
+class AirflowNotFoundException(AirflowException):
+    """Something a task looked up (a connection, a variable) does not exist."""
+
+
+class AirflowBadRequest(AirflowException):
+    """A request a task made was refused."""
+
+
+class AirflowTaskTimeout(AirflowException):
+    """A try ran past its ``execution_timeout``."""
+
+
+class AirflowSensorTimeout(AirflowException):
+    """A sensor waited past its ``timeout``."""
+
+
+class AirflowConfigException(AirflowException):
+    """A setting cannot be used."""

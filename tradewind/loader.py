@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tradewind import dag_context
+from tradewind.airflow_paths import drop_noted_modules, install
 from tradewind.dag import DAG, structure_hash
+from tradewind.settings import get_settings
+from tradewind.spellings import noting_spellings, spelling_line
 
 
 class ParsedDag(NamedTuple):
@@ -38,6 +41,8 @@ class DagBag:
     dags: dict[str, DAG] = field(default_factory=dict)
     import_errors: dict[str, tuple[str, str]] = field(default_factory=dict)
     parsed: dict[str, ParsedDag] = field(default_factory=dict)
+    #: Per file that used Airflow 2 spellings: one line naming them and Airflow 3's.
+    warnings: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def collect(cls, folder: Path) -> DagBag:
@@ -48,7 +53,8 @@ class DagBag:
 
     def add_file(self, path: Path) -> None:
         try:
-            found = load_parsed_dags(path)
+            with noting_spellings() as notes:
+                found = load_parsed_dags(path)
             clash = [p.dag.dag_id for p in found if p.dag.dag_id in self.dags]
             if clash:
                 other = self.dags[clash[0]].fileloc
@@ -56,6 +62,9 @@ class DagBag:
         except (Exception, SystemExit) as error:
             self.import_errors[str(path)] = (one_line_error(error), traceback.format_exc())
             return
+        finally:
+            if notes:
+                self.warnings[str(path)] = spelling_line(notes)
         for parsed in found:
             self.dags[parsed.dag.dag_id] = parsed.dag
             self.parsed[parsed.dag.dag_id] = parsed
@@ -75,7 +84,11 @@ def one_line_error(error: BaseException) -> str:
     if isinstance(error, SyntaxError):
         return f"SyntaxError: {error.msg} ({Path(error.filename or '?').name}, line {error.lineno})"
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+    line = f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+    missing = getattr(error, "name", None) or ""
+    if isinstance(error, ModuleNotFoundError) and missing.split(".")[0] == "airflow":
+        line += " (not one of the Airflow paths Tradewind has: see `tradewind dags check`)"
+    return line
 
 
 def load_dag_file(path: Path) -> list[DAG]:
@@ -84,7 +97,12 @@ def load_dag_file(path: Path) -> list[DAG]:
 
 
 def load_parsed_dags(path: Path) -> list[ParsedDag]:
-    """``load_dag_file``, each DAG with its structure and version hash."""
+    """``load_dag_file``, each DAG with its structure and version hash.
+
+    The file's ``airflow.*`` imports resolve to Tradewind's names (``tradewind/airflow_paths``),
+    unless ``TRADEWIND_AIRFLOW_IMPORTS=airflow``.
+    """
+    install(get_settings().airflow_imports)
     path = path.resolve()
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
     module_name = f"tradewind_dags_{path.stem}_{digest}"
@@ -105,6 +123,7 @@ def load_parsed_dags(path: Path) -> list[ParsedDag]:
     finally:
         created = dag_context.CREATED[start:]
         del dag_context.CREATED[start:]
+        drop_noted_modules()
     found: dict[str, ParsedDag] = {}
     for built in created:
         built.validate()

@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     api_token_lifetime_seconds: float = Field(default=86400.0, gt=0)
     api_host: str = Field(default="127.0.0.1", min_length=1)
     api_port: int = Field(default=8080, ge=1, le=65535)
+    # What a DAG file's `airflow.*` imports are in Tradewind's processes: Tradewind's own names
+    # (tradewind/airflow_paths), or Airflow's, when apache-airflow is installed and wanted.
+    airflow_imports: Literal["tradewind", "airflow"] = "tradewind"
     # A request body above this is refused (413) before it is read whole.
     api_max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
 

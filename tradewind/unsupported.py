@@ -24,3 +24,10 @@ def missing_feature(name: str, module: str) -> ImportError | AttributeError:
     return ImportError(
         f"{name} is not supported by Tradewind yet: {feature} (Airflow's airflow.sdk.{name})"
     )
+
+
+def missing_airflow_name(name: str, module: str) -> ImportError:
+    """The error for ``from airflow.x import name`` where Tradewind has no ``name``."""
+    feature = FEATURES.get(name)
+    because = f": {feature}" if feature else ""
+    return ImportError(f"{name} (from {module}) is not supported by Tradewind{because}")

@@ -101,7 +101,7 @@ def test_a_task_argument_not_supported_is_refused_naming_it(
     ("arguments", "message"),
     [
         ({"sla_miss_callback": print}, "argument 'sla_miss_callback' is not supported"),
-        ({"schedule_interval": "@daily"}, "Airflow 3 renamed it schedule"),
+        ({"schedule_interval": "@daily", "schedule": "@daily"}, "both schedule_interval and"),
         ({"dagrun_timeout": dt.timedelta(hours=1)}, "dagrun_timeout is not supported"),
         ({"default_args": {"email": ["a@b"]}}, "default_args: argument 'email' is not supported"),
         ({"default_args": {"depends_on_past": True}}, "depends_on_past is not supported"),

@@ -1,0 +1,243 @@
+"""Which ``airflow.*`` module holds which of Tradewind's names.
+
+Each row is one module of Airflow 3.3 (or one Airflow 2 module Airflow 3 dropped): its names and
+where each lives in Tradewind (``"module:attribute"``). A row may delegate the names it does not
+list to a Tradewind module (``airflow.sdk`` and everything below it is ``tradewind``). ``old``
+marks what Airflow 2 spelled: still accepted, with a warning naming the Airflow 3 spelling.
+The packages on the way to a row (``airflow.providers.standard``...) are rows without names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # "tradewind.module:attribute"
+    airflow3: str | None = None  # set for an Airflow 2 name: what Airflow 3 calls it
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    names: dict[str, Target] = field(default_factory=dict)
+    delegate: str | None = None  # a Tradewind module answering the names not listed
+    airflow3: str | None = None  # set for an Airflow 2 module: the Airflow 3 module
+
+
+def old(path: str, airflow3: str) -> Target:
+    return Target(path, airflow3)
+
+
+def _row(
+    delegate: str | None = None, airflow3: str | None = None, **names: str | Target
+) -> ModuleRow:
+    targets = {n: t if isinstance(t, Target) else Target(t) for n, t in names.items()}
+    return ModuleRow(targets, delegate, airflow3)
+
+
+_STD = "airflow.providers.standard"
+_TW_STD = "tradewind.standard"
+
+#: The names of the standard provider, by its module (Airflow 3.3's home for the classic operators).
+_STANDARD: dict[str, dict[str, str]] = {
+    "operators.python": {
+        "PythonOperator": f"{_TW_STD}.python:PythonOperator",
+        "BranchPythonOperator": f"{_TW_STD}.python:BranchPythonOperator",
+        "ShortCircuitOperator": f"{_TW_STD}.python:ShortCircuitOperator",
+        "PythonVirtualenvOperator": f"{_TW_STD}.python:PythonVirtualenvOperator",
+        "ExternalPythonOperator": f"{_TW_STD}.python:ExternalPythonOperator",
+        "BranchPythonVirtualenvOperator": f"{_TW_STD}.python:BranchPythonVirtualenvOperator",
+        "BranchExternalPythonOperator": f"{_TW_STD}.python:BranchExternalPythonOperator",
+        "get_current_context": "tradewind:get_current_context",
+    },
+    "operators.bash": {"BashOperator": "tradewind:BashOperator"},
+    "operators.empty": {"EmptyOperator": f"{_TW_STD}.empty:EmptyOperator"},
+    "operators.latest_only": {"LatestOnlyOperator": f"{_TW_STD}.latest_only:LatestOnlyOperator"},
+    "operators.datetime": {
+        "BranchDateTimeOperator": f"{_TW_STD}.datetime:BranchDateTimeOperator",
+    },
+    "operators.weekday": {
+        "BranchDayOfWeekOperator": f"{_TW_STD}.weekday:BranchDayOfWeekOperator",
+    },
+    "operators.branch": {
+        "BaseBranchOperator": f"{_TW_STD}.branch:BaseBranchOperator",
+        "BranchMixIn": f"{_TW_STD}.branch:BranchMixIn",
+    },
+    "operators.trigger_dagrun": {
+        "TriggerDagRunOperator": f"{_TW_STD}.trigger_dagrun:TriggerDagRunOperator",
+    },
+    "sensors.bash": {"BashSensor": f"{_TW_STD}.bash_sensor:BashSensor"},
+    "sensors.python": {"PythonSensor": f"{_TW_STD}.python_sensor:PythonSensor"},
+    "sensors.filesystem": {"FileSensor": f"{_TW_STD}.filesystem:FileSensor"},
+    "sensors.date_time": {"DateTimeSensor": f"{_TW_STD}.time_sensors:DateTimeSensor"},
+    "sensors.time": {"TimeSensor": f"{_TW_STD}.time_sensors:TimeSensor"},
+    "sensors.time_delta": {"TimeDeltaSensor": f"{_TW_STD}.time_sensors:TimeDeltaSensor"},
+    "sensors.weekday": {"DayOfWeekSensor": f"{_TW_STD}.time_sensors:DayOfWeekSensor"},
+    "sensors.external_task": {
+        "ExternalTaskSensor": f"{_TW_STD}.external_task:ExternalTaskSensor",
+        "ExternalTaskMarker": f"{_TW_STD}.external_task:ExternalTaskMarker",
+    },
+    "utils.weekday": {"WeekDay": f"{_TW_STD}.weekday:WeekDay"},
+    "decorators.python": {"python_task": "tradewind.task:task"},
+    "decorators.bash": {"bash_task": "tradewind.bash:bash"},
+    "decorators.sensor": {"sensor_task": "tradewind.sensors:sensor"},
+    "decorators.python_virtualenv": {"virtualenv_task": "tradewind.virtualenv:virtualenv"},
+    "decorators.branch_python": {"branch_task": "tradewind.branching:branch"},
+    "decorators.short_circuit": {"short_circuit_task": "tradewind.branching:short_circuit"},
+}
+
+#: Airflow 3.3's deprecated homes of the standard provider's names, and Airflow 2's.
+_MOVED: dict[str, str] = {
+    # module below airflow.operators / airflow.sensors -> the provider's module
+    "operators.python": "operators.python",
+    "operators.bash": "operators.bash",
+    "operators.empty": "operators.empty",
+    "operators.latest_only": "operators.latest_only",
+    "operators.datetime": "operators.datetime",
+    "operators.weekday": "operators.weekday",
+    "operators.trigger_dagrun": "operators.trigger_dagrun",
+    "operators.branch": "operators.branch",
+    "sensors.bash": "sensors.bash",
+    "sensors.python": "sensors.python",
+    "sensors.filesystem": "sensors.filesystem",
+    "sensors.date_time": "sensors.date_time",
+    "sensors.time_sensor": "sensors.time",
+    "sensors.time_delta": "sensors.time_delta",
+    "sensors.weekday": "sensors.weekday",
+    "sensors.external_task": "sensors.external_task",
+    # Airflow 2 only
+    "operators.python_operator": "operators.python",
+    "operators.bash_operator": "operators.bash",
+    "operators.latest_only_operator": "operators.latest_only",
+    "operators.dagrun_operator": "operators.trigger_dagrun",
+    "operators.branch_operator": "operators.branch",
+    "operators.weekday_operator": "operators.weekday",
+    "operators.datetime_operator": "operators.datetime",
+    "sensors.external_task_sensor": "sensors.external_task",
+    "sensors.time_delta_sensor": "sensors.time_delta",
+    "sensors.date_time_sensor": "sensors.date_time",
+    "sensors.weekday_sensor": "sensors.weekday",
+    "sensors.bash_sensor": "sensors.bash",
+    "sensors.python_sensor": "sensors.python",
+}
+
+_DUMMY = old(f"{_TW_STD}.empty:EmptyOperator", "EmptyOperator")
+_DATASET = old("tradewind:Asset", "Asset (airflow.sdk)")
+_CORE: dict[str, ModuleRow] = {
+    "airflow": _row(
+        DAG="tradewind:DAG",
+        Asset="tradewind:Asset",
+        XComArg="tradewind.xcom_arg:XComArg",
+        AirflowException="tradewind.exceptions:AirflowException",
+        Dataset=_DATASET,
+    ),
+    "airflow.decorators": _row(delegate="tradewind"),
+    "airflow.models": _row(
+        DAG="tradewind:DAG",
+        BaseOperator="tradewind:BaseOperator",
+        Variable="tradewind:Variable",
+        Param="tradewind:Param",
+        Connection="tradewind:Connection",
+        XComArg="tradewind.xcom_arg:XComArg",
+        DagRun="tradewind.runtime_context:DagRunInfo",
+        TaskInstance="tradewind.context:RuntimeTaskInstance",
+    ),
+    "airflow.models.dag": _row(DAG="tradewind:DAG"),
+    "airflow.models.baseoperator": _row(
+        BaseOperator="tradewind:BaseOperator",
+        chain="tradewind:chain",
+        cross_downstream="tradewind:cross_downstream",
+    ),
+    "airflow.models.param": _row(Param="tradewind:Param"),
+    "airflow.models.variable": _row(Variable="tradewind:Variable"),
+    "airflow.models.connection": _row(Connection="tradewind:Connection"),
+    "airflow.models.xcom_arg": _row(XComArg="tradewind.xcom_arg:XComArg"),
+    "airflow.models.dagrun": _row(DagRun="tradewind.runtime_context:DagRunInfo"),
+    "airflow.models.taskinstance": _row(TaskInstance="tradewind.context:RuntimeTaskInstance"),
+    "airflow.exceptions": _row(delegate="tradewind.exceptions"),
+    "airflow.utils.trigger_rule": _row(TriggerRule="tradewind:TriggerRule"),
+    "airflow.utils.task_group": _row(TaskGroup="tradewind:TaskGroup"),
+    "airflow.utils.edgemodifier": _row(
+        Label="tradewind:Label", EdgeModifier="tradewind:EdgeModifier"
+    ),
+    "airflow.utils.helpers": _row(
+        chain=old("tradewind:chain", "airflow.sdk.chain"),
+        cross_downstream=old("tradewind:cross_downstream", "airflow.sdk.cross_downstream"),
+    ),
+    "airflow.utils.dates": _row(
+        days_ago=old("tradewind.timezone:days_ago", "pendulum.today('UTC').add(days=-N)"),
+    ),
+    "airflow.utils.timezone": _row(delegate="tradewind.timezone"),
+    "airflow.utils.state": _row(delegate="tradewind.states"),
+    "airflow.utils.context": _row(Context="tradewind.context:Context"),
+    "airflow.hooks.base": _row(BaseHook="tradewind.hooks:BaseHook"),
+    "airflow.datasets": _row(
+        Dataset=_DATASET,
+        DatasetAlias=old("tradewind:AssetAlias", "AssetAlias (airflow.sdk)"),
+        DatasetAll=old("tradewind:AssetAll", "AssetAll (airflow.sdk)"),
+        DatasetAny=old("tradewind:AssetAny", "AssetAny (airflow.sdk)"),
+    ),
+    "airflow.sensors.base": _row(
+        BaseSensorOperator="tradewind:BaseSensorOperator",
+        PokeReturnValue="tradewind:PokeReturnValue",
+    ),
+    "airflow.sensors.base_sensor_operator": _row(
+        airflow3="airflow.sdk (BaseSensorOperator)",
+        BaseSensorOperator="tradewind:BaseSensorOperator",
+    ),
+    "airflow.operators.dummy": _row(airflow3=f"{_STD}.operators.empty", DummyOperator=_DUMMY),
+    "airflow.operators.dummy_operator": _row(
+        airflow3=f"{_STD}.operators.empty", DummyOperator=_DUMMY
+    ),
+    "airflow.utils.email": _row(send_email="tradewind.standard.email:send_email"),
+    "airflow.operators.email": _row(
+        airflow3="airflow.providers.smtp.operators.smtp",
+        EmailOperator="tradewind.standard.email:EmailOperator",
+    ),
+    "airflow.operators.email_operator": _row(
+        airflow3="airflow.providers.smtp.operators.smtp",
+        EmailOperator="tradewind.standard.email:EmailOperator",
+    ),
+    "airflow.providers.smtp.operators.smtp": _row(
+        EmailOperator="tradewind.standard.email:EmailOperator"
+    ),
+    "airflow.macros": _row(delegate="tradewind.macros"),
+    "airflow.plugins_manager": _row(AirflowPlugin="tradewind.plugins:AirflowPlugin"),
+    "airflow.providers.common.compat.sdk": _row(
+        delegate="tradewind",
+        timezone="tradewind.timezone",
+        Context="tradewind.context:Context",
+    ),
+}
+
+
+def _standard_rows() -> dict[str, ModuleRow]:
+    rows = {f"{_STD}.{module}": _row(**names) for module, names in _STANDARD.items()}
+    for moved, home in _MOVED.items():
+        names = dict(_STANDARD[home])
+        if home == "operators.empty":
+            names["DummyOperator"] = _DUMMY  # type: ignore[assignment]
+        rows[f"airflow.{moved}"] = _row(airflow3=f"{_STD}.{home}", **names)
+    return rows
+
+
+def _with_packages(rows: dict[str, ModuleRow]) -> dict[str, ModuleRow]:
+    """``rows`` and every package on the way to one of them, as an empty row."""
+    complete = dict(rows)
+    for name in rows:
+        parts = name.split(".")
+        for depth in range(1, len(parts)):
+            complete.setdefault(".".join(parts[:depth]), ModuleRow())
+    return complete
+
+
+ROWS: dict[str, ModuleRow] = _with_packages({**_standard_rows(), **_CORE})
+_SDK = ModuleRow(delegate="tradewind")
+
+
+def row_of(fullname: str) -> ModuleRow | None:
+    """The row of the module ``fullname``; ``airflow.sdk`` and all below it are Tradewind's API."""
+    if fullname == "airflow.sdk" or fullname.startswith("airflow.sdk."):
+        return _SDK
+    return ROWS.get(fullname)
