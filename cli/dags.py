@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.backfill import backfill
+from cli.check import check
 from cli.common import fail, parse_conf, settings_or_exit
 from cli.graph import dag_dot, dag_tree
 from cli.outcome import print_outcome
@@ -32,6 +33,7 @@ app = typer.Typer(help="List, show, trigger, test and pause DAGs.", no_args_is_h
 app.command("pause")(pause)
 app.command("unpause")(unpause)
 app.command("backfill")(backfill)
+app.command("check")(check)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ConfOption = Annotated[

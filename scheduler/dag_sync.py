@@ -43,6 +43,8 @@ class SyncResult:
     dags: dict[str, DAG] = field(default_factory=dict)
     import_errors: dict[str, str] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
+    #: Per file that used Airflow 2 spellings: its one warning line.
+    warnings: dict[str, str] = field(default_factory=dict)
 
 
 def sync_dags(session: Session, folder: Path) -> SyncResult:
@@ -52,6 +54,7 @@ def sync_dags(session: Session, folder: Path) -> SyncResult:
     refused = _refuse_unknown_pools(bag.dags, pool_names(session), errors)
     dags = {dag_id: dag for dag_id, dag in bag.dags.items() if dag_id not in refused}
     result = SyncResult(dags=dags, import_errors={k: v[0] for k, v in errors.items()})
+    result.warnings = {path: bag.warning_line(path) or "" for path in bag.spellings}
     existing = {model.dag_id: model for model in session.scalars(select(DagModel))}
     for dag_id in sorted(dags):
         if _store_dag(session, existing.get(dag_id), bag.parsed[dag_id]):

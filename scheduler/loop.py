@@ -139,6 +139,8 @@ class Scheduler:
         self._files_seen, self.dags = seen, result.dags
         for path, error in result.import_errors.items():
             log.error("DAG file %s does not import: %s", path, error)
+        for path, line in result.warnings.items():
+            log.warning("DAG file %s: %s", path, line)
         if result.changed:
             log.info("DAGs updated: %s", ", ".join(sorted(result.changed)))
 

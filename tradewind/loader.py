@@ -41,8 +41,13 @@ class DagBag:
     dags: dict[str, DAG] = field(default_factory=dict)
     import_errors: dict[str, tuple[str, str]] = field(default_factory=dict)
     parsed: dict[str, ParsedDag] = field(default_factory=dict)
-    #: Per file that used Airflow 2 spellings: one line naming them and Airflow 3's.
-    warnings: dict[str, str] = field(default_factory=dict)
+    #: Per file that used Airflow 2 spellings: each, with Airflow 3's (``spelling_line``).
+    spellings: dict[str, list[str]] = field(default_factory=dict)
+
+    def warning_line(self, path: str) -> str | None:
+        """The one warning line of the file at ``path``, if it used Airflow 2 spellings."""
+        notes = self.spellings.get(path)
+        return spelling_line(notes) if notes else None
 
     @classmethod
     def collect(cls, folder: Path) -> DagBag:
@@ -64,7 +69,7 @@ class DagBag:
             return
         finally:
             if notes:
-                self.warnings[str(path)] = spelling_line(notes)
+                self.spellings[str(path)] = notes
         for parsed in found:
             self.dags[parsed.dag.dag_id] = parsed.dag
             self.parsed[parsed.dag.dag_id] = parsed

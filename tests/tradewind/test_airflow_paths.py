@@ -63,7 +63,7 @@ def test_a_dag_file_importing_from_airflow_loads_with_tradewind_names(tmp_path: 
     dag = bag.dags["airflow3_paths"]
     assert isinstance(dag, tradewind.DAG)
     assert dag.get_task("group.echo").trigger_rule == "all_done"
-    assert bag.warnings == {}
+    assert bag.spellings == {}
 
 
 def test_airflow2_spellings_load_with_one_warning_line_per_file(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_airflow2_spellings_load_with_one_warning_line_per_file(tmp_path: Path) 
     assert bag.import_errors == {}
     assert bag.dags["first"].schedule == "@daily"
     for name in files:  # the second file imports the same modules: its line names them too
-        line = bag.warnings[str(tmp_path / name)]
+        line = bag.warning_line(str(tmp_path / name)) or ""
         assert "\n" not in line
         assert "schedule_interval (Airflow 3: schedule)" in line
         assert "airflow.operators.bash_operator (Airflow 3: airflow.providers.standard" in line
