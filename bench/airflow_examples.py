@@ -1,10 +1,14 @@
-"""The Airflow 3 yardstick: Airflow's own example DAGs that import only from ``airflow.sdk``, run
-by Tradewind after one import swap (``airflow.sdk`` -> ``tradewind``).
+"""The yardstick: Airflow's own example DAGs, copied unchanged, run as Airflow runs them.
 
-The examples come from the ``apache-airflow-core`` wheel (``pip download --no-deps``, cached under
-``~/.cache/tradewind/airflow-examples``, never committed). For each file: does it load, and for
-each of its DAGs, does ``tradewind dags test`` end as it does in Airflow (success, except
-``example_failed_dag``, which fails on purpose). DAGs that would reach the network are not run.
+The examples of ``apache-airflow-core==3.3.2`` (``airflow/example_dags/``, with ``libs/``,
+``plugins/`` and ``sql/``) and of ``apache-airflow-providers-standard==1.21.0`` (its
+``example_dags/``, under ``standard/``) are copied byte for byte into one DAGs folder (wheels
+from ``pip download --no-deps``, cached under ``~/.cache/tradewind/airflow-examples``, never
+committed). For each file: does it load; for each DAG, ``tradewind dags test`` in a process of
+its own, and the run's state and every task instance's compared with what Airflow 3.3.2's
+``airflow dags test`` made of the same DAG (``bench/results/airflow_reference.json``, written by
+``bench/airflow_reference.py``). DAGs that cannot mean anything here are not run, each with its
+reason printed.
 
     python bench/airflow_examples.py [--cache DIR] [--only FILE_STEM ...]
 
@@ -21,113 +25,129 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tradewind.loader import DagBag  # noqa: E402
 
-REQUIREMENT = "apache-airflow-core==3.3.2"
-EXAMPLES = "airflow/example_dags/"
+#: The wheels, and where in each the examples are, and under which folder they are copied.
+SOURCES = (
+    ("apache-airflow-core==3.3.2", "apache_airflow_core-*.whl", "airflow/example_dags/", ""),
+    (
+        "apache-airflow-providers-standard==1.21.0",
+        "apache_airflow_providers_standard-*.whl",
+        "airflow/providers/standard/example_dags/",
+        "standard/",
+    ),
+)
 DEFAULT_CACHE = Path.home() / ".cache" / "tradewind" / "airflow-examples"
+REFERENCE = ROOT / "bench" / "results" / "airflow_reference.json"
 RUN_TIMEOUT_SECONDS = 300
+RUN_ID = "yardstick"
 
-#: What ``airflow dags test`` ends with where it is not success.
-EXPECTED = {"example_failed_dag": "failed"}
 #: A run's conf where Airflow needs one: this DAG has a required param with no default.
 CONF = {"example_params_ui_tutorial": {"required_field": "a value of 10 to 30 characters"}}
-#: DAGs whose tasks call a host on the internet: loaded, never run here.
+#: DAGs that cannot mean anything here: loaded, never run (by Tradewind or for the reference).
 NOT_RUN = {
     "example_retry_policy": "its task calls https://api.example.com",
     "tutorial_objectstorage": "its tasks call an air quality API and write to S3",
+    "example_kubernetes_executor": "pod overrides for Airflow's Kubernetes executor",
+    "example_local_kubernetes_executor": "pod overrides for Airflow's Kubernetes executor",
 }
-_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.MULTILINE)
+
+
+def read_reference() -> dict[str, Any]:
+    """Airflow's outcomes: ``{"dags": {dag_id: {"state", "tasks"}}, "import_errors": {...}}``."""
+    if not REFERENCE.exists():
+        return {"dags": {}, "import_errors": {}}
+    reference: dict[str, Any] = json.loads(REFERENCE.read_text())
+    return reference
 
 
 class WheelUnavailable(RuntimeError):
-    """The wheel could not be downloaded (no index, no network)."""
+    """A wheel could not be downloaded (no index, no network)."""
 
 
 @dataclass
 class DagOutcome:
     dag_id: str
-    expected: str | None  # None: not run (reason in ``detail``)
+    expected: str | None  # the run's state in Airflow; None: not run (reason in ``detail``)
     outcome: str | None = None
     detail: str = ""
+    tasks_differ: dict[str, list[str | None]] = field(default_factory=dict)
 
     @property
     def as_in_airflow(self) -> bool:
-        return self.expected is not None and self.outcome == self.expected
+        return self.expected is not None and self.outcome == self.expected and not self.tasks_differ
 
 
 @dataclass
 class FileReport:
     name: str
     error: str | None = None
+    warnings: list[str] = field(default_factory=list)
     dags: list[DagOutcome] = field(default_factory=list)
 
 
-def download_wheel(cache: Path) -> Path:
-    """The wheel in ``cache``, downloaded once."""
+def download_wheels(cache: Path) -> list[Path]:
+    """The wheels in ``cache``, each downloaded once."""
     cache.mkdir(parents=True, exist_ok=True)
-    found = sorted(cache.glob("apache_airflow_core-*.whl"))
+    return [_wheel(cache, requirement, pattern) for requirement, pattern, _, _ in SOURCES]
+
+
+def _wheel(cache: Path, requirement: str, pattern: str) -> Path:
+    found = sorted(cache.glob(pattern))
     if found:
         return found[-1]
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache)]
-    done = subprocess.run([*command, REQUIREMENT], capture_output=True, text=True, check=False)
-    found = sorted(cache.glob("apache_airflow_core-*.whl"))
+    done = subprocess.run([*command, requirement], capture_output=True, text=True, check=False)
+    found = sorted(cache.glob(pattern))
     if done.returncode != 0 or not found:
         last = (done.stderr.strip().splitlines() or ["no wheel saved"])[-1]
-        raise WheelUnavailable(f"pip download {REQUIREMENT} failed: {last}")
+        raise WheelUnavailable(f"pip download {requirement} failed: {last}")
     return found[-1]
 
 
-def sdk_only(source: str) -> bool:
-    """The file imports Airflow, and only from ``airflow.sdk`` (or below it)."""
-    modules = {a or b for a, b in _IMPORT.findall(source)}
-    airflow = [m for m in modules if m == "airflow" or m.startswith("airflow.")]
-    return bool(airflow) and all(
-        m == "airflow.sdk" or m.startswith("airflow.sdk.") for m in airflow
-    )
+def write_dags_folder(wheels: list[Path], folder: Path, only: list[str] | None = None) -> list[str]:
+    """Every file of the examples, unchanged, in ``folder``; the DAG files' names.
 
-
-def swap_imports(source: str) -> str:
-    return re.sub(r"\bairflow\.sdk\b", "tradewind", source)
-
-
-def write_dags_folder(wheel: Path, folder: Path, only: list[str] | None = None) -> list[str]:
-    """The ``airflow.sdk``-only examples, imports swapped, in ``folder``; their file names.
-
-    The examples' other files (``sql/`` templates) are copied as they are.
+    The DAG files are the examples' top-level modules; ``libs/``, ``plugins/`` and ``sql/`` are
+    what they import and read.
     """
     names = []
-    with zipfile.ZipFile(wheel) as archive:
-        for member in archive.namelist():
-            if not member.startswith(EXAMPLES) or member.endswith("/"):
-                continue
-            relative = member[len(EXAMPLES) :]
-            data = archive.read(member)
-            if relative.endswith(".py"):
-                source = data.decode()
-                if "/" in relative or not sdk_only(source):
+    for wheel, (_, _, prefix, under) in zip(wheels, SOURCES, strict=True):
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.namelist():
+                relative = member[len(prefix) :]
+                if not member.startswith(prefix) or member.endswith("/"):
                     continue
-                if only and Path(relative).stem not in only:
-                    continue
-                names.append(relative)
-                data = swap_imports(source).encode()
-            elif relative.startswith(("plugins/", "libs/")):
-                continue
-            target = folder / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+                target = folder / under / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(member))
+                if _is_dag_file(relative) and (not only or Path(relative).stem in only):
+                    names.append(under + relative)
     return sorted(names)
 
 
-def run_dag(dag_id: str, env: dict[str, str]) -> tuple[str, str]:
-    """``tradewind dags test DAG_ID`` in its own process: its outcome and last error line."""
-    command = [sys.executable, "-m", "cli", "dags", "test", dag_id, "--no-logs"]
+def _is_dag_file(relative: str) -> bool:
+    return "/" not in relative and relative.endswith(".py") and relative != "__init__.py"
+
+
+def tradewind_env(work: Path, folder: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
+    return env | {"TRADEWIND_HOME": str(work / "home"), "TRADEWIND_DAGS_FOLDER": str(folder)}
+
+
+def run_dag(dag_id: str, env: dict[str, str]) -> tuple[str, str, dict[str, str | None]]:
+    """``tradewind dags test DAG_ID`` in its own process and store: the run's state, its last
+    error line, and each task instance's state."""
+    env = env | {"TRADEWIND_HOME": str(Path(env["TRADEWIND_HOME"]) / dag_id)}
+    command = [sys.executable, "-m", "cli", "dags", "test", dag_id, "--no-logs", "--run-id", RUN_ID]
     if dag_id in CONF:
         command += ["--conf", json.dumps(CONF[dag_id])]
     try:
@@ -135,68 +155,92 @@ def run_dag(dag_id: str, env: dict[str, str]) -> tuple[str, str]:
             command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS
         )
     except subprocess.TimeoutExpired:
-        return "timed out", f"still running after {RUN_TIMEOUT_SECONDS} s"
-    outcome = "success" if done.returncode == 0 else "failed"
+        return "timed out", f"still running after {RUN_TIMEOUT_SECONDS} s", {}
     lines = (done.stdout + done.stderr).strip().splitlines()
     errors = [line.strip() for line in lines if "failed" in line or "Error" in line]
-    return outcome, (errors[-1] if errors else (lines[-1].strip() if lines else ""))
+    detail = errors[-1] if errors else (lines[-1].strip() if lines else "")
+    state, tasks = run_states(dag_id, env)
+    return state or ("success" if done.returncode == 0 else "failed"), detail, tasks
 
 
-def run_examples(wheel: Path, work: Path, only: list[str] | None = None) -> list[FileReport]:
-    """Load the examples into a DAGs folder under ``work``, then test each DAG that loads."""
-    folder = work / "dags"
-    folder.mkdir(parents=True, exist_ok=True)
-    names = write_dags_folder(wheel, folder, only)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRADEWIND_")}
-    env |= {"TRADEWIND_HOME": str(work / "home"), "TRADEWIND_DAGS_FOLDER": str(folder)}
-    reports = []
-    for name in names:
-        bag = DagBag(folder)
-        bag.add_file(folder / name)
-        report = FileReport(name)
-        if bag.import_errors:
-            report.error = next(iter(bag.import_errors.values()))[0]
-        for dag_id in sorted(bag.dags):
-            report.dags.append(test_one(dag_id, env))
-        reports.append(report)
-    return reports
+def run_states(dag_id: str, env: dict[str, str]) -> tuple[str | None, dict[str, str | None]]:
+    command = [sys.executable, "-m", "cli", "runs", "show", dag_id, RUN_ID, "--json"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        return None, {}
+    document = json.loads(done.stdout)
+    tasks = {
+        f"{ti['task_id']}[{ti['map_index']}]": ti["state"] for ti in document["task_instances"]
+    }
+    return document["state"], tasks
 
 
-def test_one(dag_id: str, env: dict[str, str]) -> DagOutcome:
+def compare(expected: dict[str, Any], tasks: dict[str, str | None]) -> dict[str, list[str | None]]:
+    """The task instances whose state differs from Airflow's: {key: [Airflow's, Tradewind's]}."""
+    theirs: dict[str, str | None] = {
+        key: (None if state == "None" else state) for key, state in expected["tasks"].items()
+    }
+    return {
+        key: [theirs.get(key), tasks.get(key)]
+        for key in sorted(set(theirs) | set(tasks))
+        if theirs.get(key) != tasks.get(key)
+    }
+
+
+def test_one(dag_id: str, env: dict[str, str], reference: dict[str, Any]) -> DagOutcome:
     if dag_id in NOT_RUN:
         return DagOutcome(dag_id, None, detail=f"not run: {NOT_RUN[dag_id]}")
-    result = DagOutcome(dag_id, EXPECTED.get(dag_id, "success"))
-    result.outcome, result.detail = run_dag(dag_id, env)
+    expected = reference.get(dag_id)
+    if expected is None:
+        return DagOutcome(dag_id, None, detail="not run: no reference from Airflow")
+    result = DagOutcome(dag_id, expected["state"])
+    result.outcome, result.detail, tasks = run_dag(dag_id, env)
+    result.tasks_differ = compare(expected, tasks)
     return result
 
 
-def dag_count(wheel: Path) -> int:
-    """How many DAGs the files declare, counted in Airflow's terms (``dag_id=``, ``@dag``,
-    ``@asset``): a file that does not load still counts its DAGs."""
-    total = 0
-    with zipfile.ZipFile(wheel) as archive:
-        for member in archive.namelist():
-            relative = member[len(EXAMPLES) :]
-            if not member.startswith(EXAMPLES) or "/" in relative or not relative.endswith(".py"):
-                continue
-            source = archive.read(member).decode()
-            if sdk_only(source):
-                total += declared_dags(source)
-    return total
+def run_examples(wheels: list[Path], work: Path, only: list[str] | None = None) -> list[FileReport]:
+    """Load the examples into a DAGs folder under ``work``, then test each DAG that loads."""
+    folder = work / "dags"
+    names = write_dags_folder(wheels, folder, only)
+    env = tradewind_env(work, folder)
+    os.environ["TRADEWIND_DAGS_FOLDER"] = str(folder)  # airflow.example_dags, in this process
+    reference = read_reference()["dags"]
+    bag = DagBag(folder)
+    reports = []
+    for name in names:
+        before = set(bag.dags)
+        bag.add_file(folder / name)
+        report = FileReport(name, warnings=bag.spellings.get(str(folder / name), []))
+        if str(folder / name) in bag.import_errors:
+            report.error = bag.import_errors[str(folder / name)][0]
+        report.dags = [DagOutcome(d, None) for d in sorted(set(bag.dags) - before)]
+        reports.append(report)
+    outcomes = [o for r in reports for o in r.dags]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = pool.map(lambda o: test_one(o.dag_id, env, reference), outcomes)
+        by_id = {o.dag_id: o for o in done}
+    for report in reports:
+        report.dags = [by_id[o.dag_id] for o in report.dags]
+    return reports
+
+
+_DECLARED = re.compile(r"^\s*(?:with DAG\(|@dag\b|@asset\b|\w+\s*=\s*DAG\()", re.MULTILINE)
 
 
 def declared_dags(source: str) -> int:
-    with_dag = len(re.findall(r"^\s*with DAG\(", source, re.MULTILINE))
-    decorated = len(re.findall(r"^@(?:dag|asset)\b", source, re.MULTILINE))
-    return with_dag + decorated
+    """How many DAGs a file declares, counted in Airflow's terms: a file that does not load
+    still counts its DAGs."""
+    return len(_DECLARED.findall(source))
 
 
-def summary(reports: list[FileReport], total_dags: int) -> dict[str, int]:
+def summary(reports: list[FileReport], reference: dict[str, Any]) -> dict[str, int]:
     dags = [outcome for report in reports for outcome in report.dags]
     return {
         "files": len(reports),
         "files_loading": sum(report.error is None for report in reports),
-        "dags": total_dags,
+        "files_with_airflow2_spellings": sum(bool(report.warnings) for report in reports),
+        "dags_in_airflow": len(reference) + len(NOT_RUN),
         "dags_loading": len(dags),
         "dags_as_in_airflow": sum(outcome.as_in_airflow for outcome in dags),
         "dags_not_run": sum(outcome.expected is None for outcome in dags),
@@ -208,14 +252,18 @@ def print_table(reports: list[FileReport], counts: dict[str, int]) -> None:
         print(f"{report.name:60} {'loads' if report.error is None else report.error}")
         for dag in report.dags:
             mark = "ok " if dag.as_in_airflow else ("-- " if dag.expected is None else "BAD")
-            seen = f"{dag.outcome} (expected {dag.expected})" if dag.expected else ""
-            print(
-                f"    {mark} {dag.dag_id:52} {seen}  {dag.detail if not dag.as_in_airflow else ''}"
+            seen = f"{dag.outcome} (Airflow: {dag.expected})" if dag.expected else ""
+            differ = (
+                f" tasks differ (Airflow, Tradewind): {dag.tasks_differ}"
+                if dag.tasks_differ
+                else ""
             )
+            note = "" if dag.as_in_airflow else f"  {dag.detail}{differ}"
+            print(f"    {mark} {dag.dag_id:52} {seen}{note}")
     print(
-        f"\n{counts['dags_as_in_airflow']} of {counts['dags']} DAGs run as in Airflow; "
+        f"\n{counts['dags_as_in_airflow']} of {counts['dags_in_airflow']} DAGs end as in Airflow; "
         f"{counts['files_loading']} of {counts['files']} files load "
-        f"({counts['dags_loading']} DAGs, {counts['dags_not_run']} not run: network)"
+        f"({counts['dags_loading']} DAGs, {counts['dags_not_run']} not run)"
     )
 
 
@@ -225,12 +273,12 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="File stems to run (default: all).")
     options = parser.parse_args()
     try:
-        wheel = download_wheel(options.cache)
+        wheels = download_wheels(options.cache)
     except WheelUnavailable as error:
         sys.exit(str(error))
     with tempfile.TemporaryDirectory(prefix="tradewind-airflow-") as work:
-        reports = run_examples(wheel, Path(work), options.only)
-    counts = summary(reports, dag_count(wheel))
+        reports = run_examples(wheels, Path(work), options.only)
+    counts = summary(reports, read_reference()["dags"])
     print_table(reports, counts)
     document = {"counts": counts, "files": [asdict(report) for report in reports]}
     results = ROOT / "bench" / "results" / "airflow_examples.json"

@@ -52,6 +52,7 @@ class DagBag:
     @classmethod
     def collect(cls, folder: Path) -> DagBag:
         bag = cls(folder)
+        importable(folder)
         for path in sorted(dag_files(folder)):
             bag.add_file(path)
         return bag
@@ -73,6 +74,14 @@ class DagBag:
         for parsed in found:
             self.dags[parsed.dag.dag_id] = parsed.dag
             self.parsed[parsed.dag.dag_id] = parsed
+
+
+def importable(folder: Path) -> None:
+    """Put a DAGs folder on ``sys.path``, as Airflow does: DAG files import their own modules
+    (``from common.helpers import ...``) from the folder's root."""
+    entry = str(folder.resolve())
+    if entry not in sys.path:
+        sys.path.append(entry)
 
 
 def dag_files(folder: Path) -> list[Path]:
@@ -107,7 +116,9 @@ def load_parsed_dags(path: Path) -> list[ParsedDag]:
     The file's ``airflow.*`` imports resolve to Tradewind's names (``tradewind/airflow_paths``),
     unless ``TRADEWIND_AIRFLOW_IMPORTS=airflow``.
     """
-    install(get_settings().airflow_imports)
+    settings = get_settings()
+    install(settings.airflow_imports)
+    importable(settings.resolved_dags_folder)
     path = path.resolve()
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
     module_name = f"tradewind_dags_{path.stem}_{digest}"

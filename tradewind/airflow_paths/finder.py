@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tradewind.airflow_paths.names import ModuleRow, row_of
+from tradewind.settings import get_settings
 from tradewind.spellings import airflow2_spelling
 from tradewind.unsupported import missing_airflow_name
 
@@ -59,7 +60,13 @@ class AirflowPathsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _package_path(fullname: str) -> list[str]:
-    """Where modules below ``fullname`` are also searched: installed providers, under theirs."""
+    """Where modules below ``fullname`` are also searched: installed providers, under theirs.
+
+    Airflow's example DAGs import their helpers as ``airflow.example_dags.libs...``: with the
+    examples as the DAGs folder, that package is the DAGs folder.
+    """
+    if fullname == "airflow.example_dags":
+        return [str(get_settings().resolved_dags_folder)]
     if fullname != "airflow.providers" and not fullname.startswith("airflow.providers."):
         return []
     parts = fullname.split(".")
@@ -77,9 +84,9 @@ def _resolver(module_name: str, row: ModuleRow) -> Any:
             raise AttributeError(name)
         target = row.names.get(name)
         if target is None and row.delegate is not None:
-            return getattr(importlib.import_module(row.delegate), name)
+            return _delegated(row.delegate, name, module_name)
         if target is None:
-            raise missing_airflow_name(name, module_name)
+            return _submodule(module_name, name)
         value = _load(target, name, module_name)
         if target.airflow3 is not None:
             airflow2_spelling(f"{name} (from {module_name})", target.airflow3)
@@ -88,6 +95,22 @@ def _resolver(module_name: str, row: ModuleRow) -> Any:
         return value
 
     return resolve
+
+
+def _delegated(delegate: str, name: str, module_name: str) -> Any:
+    try:
+        return getattr(importlib.import_module(delegate), name)
+    except AttributeError:
+        raise missing_airflow_name(name, module_name) from None
+
+
+def _submodule(module_name: str, name: str) -> types.ModuleType:
+    """``from airflow.x import y`` where ``y`` is a module below ``airflow.x``, else the error
+    naming ``y``."""
+    try:
+        return importlib.import_module(f"{module_name}.{name}")
+    except ModuleNotFoundError:
+        raise missing_airflow_name(name, module_name) from None
 
 
 def _load(target: Any, name: str, module_name: str) -> Any:

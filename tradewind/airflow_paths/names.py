@@ -203,6 +203,7 @@ _CORE: dict[str, ModuleRow] = {
         EmailOperator="tradewind.standard.email:EmailOperator"
     ),
     "airflow.macros": _row(delegate="tradewind.macros"),
+    "airflow.example_dags": _row(),  # the DAGs folder (finder.py)
     "airflow.plugins_manager": _row(AirflowPlugin="tradewind.plugins:AirflowPlugin"),
     "airflow.providers.common.compat.sdk": _row(
         delegate="tradewind",
@@ -232,12 +233,82 @@ def _with_packages(rows: dict[str, ModuleRow]) -> dict[str, ModuleRow]:
     return complete
 
 
-ROWS: dict[str, ModuleRow] = _with_packages({**_standard_rows(), **_CORE})
-_SDK = ModuleRow(delegate="tradewind")
+#: ``airflow.sdk``'s public modules: each answers with Tradewind's whole authoring API.
+_SDK_MODULES = [
+    "api",
+    "api.datamodels",
+    "api.datamodels._generated",
+    "bases",
+    "bases.branch",
+    "bases.decorator",
+    "bases.hook",
+    "bases.notifier",
+    "bases.operator",
+    "bases.operatorlink",
+    "bases.sensor",
+    "bases.skipmixin",
+    "bases.timetable",
+    "bases.xcom",
+    "configuration",
+    "definitions",
+    "definitions.asset",
+    "definitions.asset.decorators",
+    "definitions.asset.metadata",
+    "definitions.connection",
+    "definitions.context",
+    "definitions.dag",
+    "definitions.decorators",
+    "definitions.decorators.setup_teardown",
+    "definitions.decorators.task_group",
+    "definitions.edges",
+    "definitions.mappedoperator",
+    "definitions.param",
+    "definitions.partition_mappers",
+    "definitions.partition_mappers.allowed_key",
+    "definitions.partition_mappers.base",
+    "definitions.partition_mappers.fixed_key",
+    "definitions.partition_mappers.identity",
+    "definitions.partition_mappers.product",
+    "definitions.partition_mappers.temporal",
+    "definitions.partition_mappers.wait_policy",
+    "definitions.partition_mappers.window",
+    "definitions.retry_policy",
+    "definitions.taskgroup",
+    "definitions.template",
+    "definitions.timetables",
+    "definitions.timetables.assets",
+    "definitions.timetables.events",
+    "definitions.timetables.interval",
+    "definitions.timetables.simple",
+    "definitions.timetables.trigger",
+    "definitions.variable",
+    "definitions.xcom_arg",
+    "exceptions",
+    "execution_time",
+    "execution_time.context",
+    "execution_time.macros",
+    "io",
+    "io.path",
+    "state",
+    "timezone",
+    "types",
+]
+_SDK = _row(
+    delegate="tradewind",
+    XComArg="tradewind.xcom_arg:XComArg",
+    Context="tradewind.context:Context",
+    BaseHook="tradewind.hooks:BaseHook",
+    TaskInstanceState="tradewind.states:TaskInstanceState",
+    DagRunState="tradewind.states:DagRunState",
+    timezone="tradewind.timezone",
+)
+
+ROWS: dict[str, ModuleRow] = _with_packages(
+    {**_standard_rows(), **_CORE, **{f"airflow.sdk.{m}": _SDK for m in _SDK_MODULES}}
+)
+ROWS["airflow.sdk"] = _SDK
 
 
 def row_of(fullname: str) -> ModuleRow | None:
-    """The row of the module ``fullname``; ``airflow.sdk`` and all below it are Tradewind's API."""
-    if fullname == "airflow.sdk" or fullname.startswith("airflow.sdk."):
-        return _SDK
+    """The row of the module ``fullname``, if it is one of the Airflow modules Tradewind has."""
     return ROWS.get(fullname)
