@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,25 +39,26 @@ from airflow.dag_processing.dagbag import DagBag
 from airflow.models.taskinstance import TaskInstance
 from airflow.utils.session import create_session
 
-folder, dag_id, conf = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-bag = DagBag(folder, include_examples=False)
+path, dag_id, conf = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+bag = DagBag(path)
 dag = bag.get_dag(dag_id)
 run = dag.test(run_conf=conf or None)
 with create_session() as session:
     tis = session.scalars(select(TaskInstance).where(
         TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id)).all()
-    states = {f"{ti.task_id}[{ti.map_index}]": str(ti.state.value if ti.state else None)
+    states = {f"{ti.task_id}[{ti.map_index}]": None if ti.state is None else str(ti.state)
               for ti in tis}
-print("REFERENCE " + json.dumps({"state": str(run.state.value), "tasks": states}))
+print("REFERENCE " + json.dumps({"state": str(run.state), "tasks": states}))
 """
 
 #: Run inside Airflow's venv: the DAG ids Airflow finds in the folder, and its import errors.
 LIST = """
 import json, sys
 from airflow.dag_processing.dagbag import DagBag
-bag = DagBag(sys.argv[1], include_examples=False)
+bag = DagBag(sys.argv[1])
 errors = {k: v.strip().splitlines()[-1] for k, v in bag.import_errors.items()}
-print("LISTED " + json.dumps({"dag_ids": sorted(bag.dag_ids), "import_errors": errors}))
+files = {dag_id: bag.dags[dag_id].fileloc for dag_id in bag.dag_ids}
+print("LISTED " + json.dumps({"files": files, "import_errors": errors}))
 """
 
 
@@ -76,14 +78,15 @@ def airflow_env(home: Path, folder: Path) -> dict[str, str]:
     return env | {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(folder),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(folder / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
     }
 
 
-def run_in_airflow(python: Path, env: dict[str, str], folder: Path, dag_id: str) -> dict:
+def run_in_airflow(python: Path, env: dict[str, str], path: str, dag_id: str) -> dict:
     conf = json.dumps(yardstick.CONF.get(dag_id, {}))
-    command = [str(python), "-c", RUN_ONE, str(folder), dag_id, conf]
+    command = [str(python), "-c", RUN_ONE, path, dag_id, conf]
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=RUN_SECONDS)
     except subprocess.TimeoutExpired:
@@ -93,6 +96,24 @@ def run_in_airflow(python: Path, env: dict[str, str], folder: Path, dag_id: str)
             return json.loads(line[len("REFERENCE ") :])
     last = (done.stderr.strip().splitlines() or ["no output"])[-1]
     return {"state": "error", "tasks": {}, "error": last[:300]}
+
+
+def single_dag_folder(folder: Path, path: Path, target: Path) -> Path:
+    """``folder`` with one DAG file, ``path``, and every file the examples read: ``DAG.test()``
+    stores every DAG of its folder, so one DAG Airflow cannot store would fail every run."""
+
+    def other_dag_files(directory: str, names: list[str]) -> list[str]:
+        return [
+            name
+            for name in names
+            if name.endswith(".py")
+            and name != "__init__.py"
+            and Path(directory) in (folder, folder / "standard")
+            and Path(directory, name) != path
+        ]
+
+    shutil.copytree(folder, target, ignore=other_dag_files)
+    return target
 
 
 def listed(python: Path, env: dict[str, str], folder: Path) -> dict:
@@ -124,10 +145,14 @@ def main() -> None:
         subprocess.run(migrate, env=env, check=True, capture_output=True)
         found = listed(python, env, folder)
         reference["import_errors"] = found["import_errors"]
-        for dag_id in options.only or found["dag_ids"]:
+        for dag_id in options.only or sorted(found["files"]):
             if dag_id in yardstick.NOT_RUN:
                 continue
-            reference["dags"][dag_id] = run_in_airflow(python, env, folder, dag_id)
+            path = Path(found["files"][dag_id])
+            alone = single_dag_folder(folder, path, Path(work) / "alone" / dag_id)
+            alone_env = env | {"AIRFLOW__CORE__DAGS_FOLDER": str(alone)}
+            alone_path = str(alone / path.relative_to(folder))
+            reference["dags"][dag_id] = run_in_airflow(python, alone_env, alone_path, dag_id)
             print(f"{dag_id:60} {reference['dags'][dag_id]['state']}", flush=True)
             REFERENCE.write_text(json.dumps(reference, indent=1, sort_keys=True) + "\n")
 
