@@ -29,3 +29,9 @@ def take_airflow2_arguments(dag_id: str, given: dict[str, Any], other: dict[str,
             raise DagDefinitionError(f"DAG {dag_id}: both {old} and {new} are set (use {new})")
         airflow2_spelling(old, new)
         given[new] = value
+
+
+def apply_defaults(function: Any) -> Any:
+    """Airflow 2's operator ``__init__`` decorator: Airflow 3 (and Tradewind) apply
+    ``default_args`` without it, so it returns ``function`` as it is."""
+    return function

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from tradewind.context import get_current_context
+from tradewind.spellings import airflow2_spelling
 
 _MISSING: Any = object()
 #: Variable keys that hold secrets even when not marked so (Airflow masks the same names).
@@ -76,8 +77,18 @@ class Variable:
     """A named string value (JSON when asked), shared by every task."""
 
     @staticmethod
-    def get(key: str, default: Any = _MISSING, deserialize_json: bool = False) -> Any:
-        """The value of ``key``; ``default`` if it is not set, or ``KeyError`` without one."""
+    def get(
+        key: str, default: Any = _MISSING, deserialize_json: bool = False, **airflow2: Any
+    ) -> Any:
+        """The value of ``key``; ``default`` if it is not set, or ``KeyError`` without one.
+
+        Airflow 2 named the default ``default_var``: accepted, and noted.
+        """
+        if "default_var" in airflow2:
+            airflow2_spelling("Variable.get(default_var=...)", "Variable.get(default=...)")
+            default = airflow2.pop("default_var")
+        if airflow2:
+            raise TypeError(f"Variable.get() got an unexpected argument {next(iter(airflow2))!r}")
         value: str | None = _client().get_variable(key)
         if value is None:
             if default is _MISSING:

@@ -22,7 +22,7 @@ from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
 from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
-from tradewind.trigger_rules import TriggerRule
+from tradewind.trigger_rules import TriggerRule, trigger_rule_of
 from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
 Callback = Callable[[dict[str, Any]], None]
@@ -82,7 +82,7 @@ class TaskOptions:
                 f"retry_policy must be an ExceptionRetryPolicy, got {self.retry_policy!r}"
             )
         try:
-            self.trigger_rule = TriggerRule(self.trigger_rule)
+            self.trigger_rule = trigger_rule_of(self.trigger_rule)
         except ValueError:
             allowed = ", ".join(rule.value for rule in TriggerRule)
             raise DagDefinitionError(

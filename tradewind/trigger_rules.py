@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from tradewind.spellings import airflow2_spelling
+
 
 class TriggerRule(StrEnum):
     ALL_SUCCESS = "all_success"
@@ -20,3 +22,19 @@ class TriggerRule(StrEnum):
     NONE_FAILED_MIN_ONE_SUCCESS = "none_failed_min_one_success"
     NONE_SKIPPED = "none_skipped"
     ALWAYS = "always"
+
+
+#: Airflow 2's names of rules Airflow 3 renamed.
+AIRFLOW2_RULES = {
+    "none_failed_or_skipped": TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+    "dummy": TriggerRule.ALWAYS,
+}
+
+
+def trigger_rule_of(value: str) -> TriggerRule:
+    """The rule ``value`` names; an Airflow 2 name is noted with Airflow 3's. ValueError if none."""
+    renamed = AIRFLOW2_RULES.get(value)
+    if renamed is not None:
+        airflow2_spelling(f"trigger_rule={value!r}", f"{renamed.value!r}")
+        return renamed
+    return TriggerRule(value)

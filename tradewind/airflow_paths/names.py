@@ -172,6 +172,15 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.utils.state": _row(delegate="tradewind.states"),
     "airflow.utils.context": _row(Context="tradewind.context:Context"),
     "airflow.hooks.base": _row(BaseHook="tradewind.hooks:BaseHook"),
+    "airflow.hooks.base_hook": _row(
+        airflow3="airflow.sdk (BaseHook)", BaseHook="tradewind.hooks:BaseHook"
+    ),
+    "airflow.utils.decorators": _row(
+        apply_defaults=old(
+            "tradewind.airflow2_arguments:apply_defaults",
+            "nothing: default_args apply by themselves",
+        ),
+    ),
     "airflow.datasets": _row(
         Dataset=_DATASET,
         DatasetAlias=old("tradewind:AssetAlias", "AssetAlias (airflow.sdk)"),
