@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,6 +117,15 @@ def single_dag_folder(folder: Path, path: Path, target: Path) -> Path:
     return target
 
 
+def run_alone(python: Path, env: dict[str, str], folder: Path, path: Path, dag_id: str) -> dict:
+    """One DAG in a folder and an Airflow home of its own (a copy of the migrated one)."""
+    work = folder.parent / "alone" / dag_id
+    alone = single_dag_folder(folder, path, work / "dags")
+    shutil.copytree(env["AIRFLOW_HOME"], work / "home")
+    alone_env = env | {"AIRFLOW__CORE__DAGS_FOLDER": str(alone), "AIRFLOW_HOME": str(work / "home")}
+    return run_in_airflow(python, alone_env, str(alone / path.relative_to(folder)), dag_id)
+
+
 def listed(python: Path, env: dict[str, str], folder: Path) -> dict:
     done = subprocess.run(
         [str(python), "-c", LIST, str(folder)], env=env, capture_output=True, text=True, check=True
@@ -133,6 +143,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=yardstick.DEFAULT_CACHE)
     parser.add_argument("--only", nargs="*", help="DAG ids to run (default: all).")
+    parser.add_argument("--parallel", type=int, default=3, help="DAGs run at once.")
     options = parser.parse_args()
     python = airflow_venv(options.cache)
     wheels = yardstick.download_wheels(options.cache)
@@ -145,16 +156,16 @@ def main() -> None:
         subprocess.run(migrate, env=env, check=True, capture_output=True)
         found = listed(python, env, folder)
         reference["import_errors"] = found["import_errors"]
-        for dag_id in options.only or sorted(found["files"]):
-            if dag_id in yardstick.NOT_RUN:
-                continue
-            path = Path(found["files"][dag_id])
-            alone = single_dag_folder(folder, path, Path(work) / "alone" / dag_id)
-            alone_env = env | {"AIRFLOW__CORE__DAGS_FOLDER": str(alone)}
-            alone_path = str(alone / path.relative_to(folder))
-            reference["dags"][dag_id] = run_in_airflow(python, alone_env, alone_path, dag_id)
-            print(f"{dag_id:60} {reference['dags'][dag_id]['state']}", flush=True)
-            REFERENCE.write_text(json.dumps(reference, indent=1, sort_keys=True) + "\n")
+        wanted = [d for d in options.only or sorted(found["files"]) if d not in yardstick.NOT_RUN]
+
+        def run(dag_id: str) -> tuple[str, dict]:
+            return dag_id, run_alone(python, env, folder, Path(found["files"][dag_id]), dag_id)
+
+        with ThreadPoolExecutor(max_workers=options.parallel) as pool:
+            for dag_id, outcome in pool.map(run, wanted):
+                reference["dags"][dag_id] = outcome
+                print(f"{dag_id:60} {outcome['state']}", flush=True)
+                REFERENCE.write_text(json.dumps(reference, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ its folder in a fresh subprocess, several times, and reports files/s (the median
   version hash (its serialization). The ``sync_dags`` row is the scheduler's whole sync into a
   fresh in-memory SQLite store: the same parse, then every DAG's row written.
 
+A third folder holds classic-operator files (``bench/dag_parse_classic.py``: ``from airflow
+import DAG``, the standard provider's operators, ``default_args`` with email flags), parsed as
+they are by both (``, classic`` rows); and the ``airflow.sdk`` copy of the TaskFlow folder is parsed
+by Tradewind too (``airflow.sdk imports``), to measure what resolving Airflow's paths costs.
+
 The clock starts once the DagBag class is imported; the four rows take turns, ``--repeats``
 rounds, each run a fresh process.
 
@@ -37,8 +42,12 @@ import venv
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dag_parse_classic import classic_source
+
 ROOT = Path(__file__).resolve().parents[1]
-REQUIREMENT = "apache-airflow-core==3.3.2"
+REQUIREMENT = "apache-airflow-core==3.3.2 apache-airflow-providers-standard==1.21.0"
 DEFAULT_VENV = Path.home() / ".cache" / "tradewind" / "bench-airflow-venv"
 REGIONS = ("eu", "us", "apac", "latam", "mea", "nordics", "iberia", "benelux")
 
@@ -136,13 +145,22 @@ def dag_source(index: int, tasks: int, package: str) -> str:
 
 
 def write_folders(base: Path, files: int, tasks: int) -> dict[str, Path]:
-    """The Airflow and the Tradewind folder, each of ``files`` files."""
-    folders = {"airflow": base / "airflow_dags", "tradewind": base / "tradewind_dags"}
+    """The TaskFlow folder twice (importing ``airflow.sdk``, and ``tradewind``) and the classic
+    folder (``airflow.*`` imports, parsed as it is by both), each of ``files`` files."""
+    folders = {
+        "airflow": base / "airflow_dags",
+        "tradewind": base / "tradewind_dags",
+        "classic": base / "classic_dags",
+    }
     for side, package in (("airflow", "airflow.sdk"), ("tradewind", "tradewind")):
         folders[side].mkdir(parents=True)
         for index in range(files):
             target = folders[side] / f"parse_bench_{index:04d}.py"
             target.write_text(dag_source(index, tasks, package))
+    folders["classic"].mkdir(parents=True)
+    for index in range(files):
+        target = folders["classic"] / f"classic_bench_{index:04d}.py"
+        target.write_text(classic_source(index, tasks, REGIONS))
     return folders
 
 
@@ -154,7 +172,7 @@ def airflow_python(venv_dir: Path) -> Path:
         return python
     if not python.exists():
         venv.create(venv_dir, with_pip=True)
-    command = [str(python), "-m", "pip", "install", "-q", REQUIREMENT]
+    command = [str(python), "-m", "pip", "install", "-q", *REQUIREMENT.split()]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if not line.startswith("WARNING")]
@@ -256,11 +274,17 @@ def run_bench(files: int, tasks: int, repeats: int, venv_dir: Path) -> dict[str,
         airflow_env, tradewind_env = environments(work)
         airflow = [str(python), "-c", _AIRFLOW_RUNNER, str(folders["airflow"])]
         tradewind = [sys.executable, "-c", _TRADEWIND_RUNNER, str(folders["tradewind"])]
+        classic_airflow = [str(python), "-c", _AIRFLOW_RUNNER, str(folders["classic"]), "plain"]
+        classic = [sys.executable, "-c", _TRADEWIND_RUNNER, str(folders["classic"]), "collect"]
+        sdk = [sys.executable, "-c", _TRADEWIND_RUNNER, str(folders["airflow"]), "collect"]
         commands = {
             "Airflow DagBag": ([*airflow, "plain"], airflow_env),
             "Tradewind DagBag.collect": ([*tradewind, "collect"], tradewind_env),
             "Airflow DagBag + serialize": ([*airflow, "serialize"], airflow_env),
             "Tradewind sync_dags (SQLite)": ([*tradewind, "sync"], tradewind_env),
+            "Tradewind, airflow.sdk imports": (sdk, tradewind_env),
+            "Airflow DagBag, classic": (classic_airflow, airflow_env),
+            "Tradewind DagBag.collect, classic": (classic, tradewind_env),
         }
         # Interleaved, so a burst of load on the shared machine falls on every row alike.
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
@@ -271,6 +295,9 @@ def run_bench(files: int, tasks: int, repeats: int, venv_dir: Path) -> dict[str,
     by_name = {row["name"]: row for row in rows}
     ratio = _ratio(by_name, "Tradewind DagBag.collect", "Airflow DagBag")
     serialized = _ratio(by_name, "Tradewind sync_dags (SQLite)", "Airflow DagBag + serialize")
+    classic = _ratio(by_name, "Tradewind DagBag.collect, classic", "Airflow DagBag, classic")
+    # How much longer the TaskFlow folder takes with airflow.sdk imports than with tradewind's.
+    imports_cost = _ratio(by_name, "Tradewind DagBag.collect", "Tradewind, airflow.sdk imports")
     return {
         "files": files,
         "tasks_per_file": tasks,
@@ -279,6 +306,8 @@ def run_bench(files: int, tasks: int, repeats: int, venv_dir: Path) -> dict[str,
         "rows": rows,
         "ratio": ratio,
         "ratio_with_serialization": serialized,
+        "ratio_classic": classic,
+        "airflow_imports_cost_percent": round((imports_cost - 1) * 100, 1),
         "goal": 3.0,
     }
 
@@ -302,6 +331,11 @@ def print_table(result: dict[str, Any]) -> None:
     print(
         f"ratio with serialization (sync_dags / DagBag + serialize): "
         f"{result['ratio_with_serialization']}"
+    )
+    print(f"ratio on the classic folder: {result['ratio_classic']} (goal >= {result['goal']})")
+    print(
+        f"airflow.sdk imports instead of tradewind's: "
+        f"{result['airflow_imports_cost_percent']:+.1f}% time (goal <= +5%)"
     )
 
 
