@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tradewind.context import get_current_context
-from tradewind.exceptions import DagDefinitionError
+from tradewind.exceptions import DagDefinitionError, SkipTask
 from tradewind.task import TaskDecorator, task_options
 
 #: Airflow's serializers: accepted, but values always travel as JSON here.
@@ -197,6 +197,15 @@ def _check(command: list[str], what: str) -> None:
         raise VirtualenvError(f"{what} failed (exit code {code}): {' '.join(command)}")
 
 
+@dataclass(frozen=True)
+class VenvCall:
+    """How the interpreter runs: its environment (None: the task's) and the exit codes that skip
+    the task (``PythonVirtualenvOperator``'s ``skip_on_exit_code``)."""
+
+    env: dict[str, str] | None = None
+    skip_on_exit_code: tuple[int, ...] = ()
+
+
 _RUNNER = """
 import json, sys, traceback
 with open(sys.argv[1]) as given:
@@ -205,6 +214,8 @@ try:
     result = {name}(*call["args"], **call["kwargs"])
     with open(sys.argv[2], "w") as out:
         json.dump(result, out)
+except SystemExit:
+    raise
 except BaseException as error:
     traceback.print_exc()
     with open(sys.argv[3], "w") as out:
@@ -220,8 +231,10 @@ def call_in_venv(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     where: str,
+    how: VenvCall | None = None,
 ) -> Any:
     """Run ``name`` of ``source`` in ``python`` with the arguments; its JSON return value."""
+    how = how or VenvCall()
     try:
         given = json.dumps({"args": list(args), "kwargs": kwargs})
     except (TypeError, ValueError) as error:
@@ -236,7 +249,9 @@ def call_in_venv(
         Path(paths[1]).write_text(given)
         sys.stdout.flush()
         sys.stderr.flush()
-        code = subprocess.call([str(python), *paths], cwd=folder)
+        code = subprocess.call([str(python), *paths], cwd=folder, env=how.env)
+        if code in how.skip_on_exit_code:
+            raise SkipTask(f"{where}: its virtualenv process exited {code}: task skipped")
         if code != 0:
             said = Path(paths[3]).read_text() if os.path.exists(paths[3]) else f"exit code {code}"
             raise VirtualenvError(f"{where}: failed in its virtualenv: {said}")
