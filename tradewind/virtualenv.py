@@ -245,7 +245,9 @@ def call_in_venv(
         paths = [
             os.path.join(folder, f) for f in ("script.py", "args.json", "result.json", "error")
         ]
-        Path(paths[0]).write_text(source + _RUNNER.format(name=name))
+        # As Airflow's script: annotations naming what the source does not import stay text.
+        script = "from __future__ import annotations\n" + source + _RUNNER.format(name=name)
+        Path(paths[0]).write_text(script)
         Path(paths[1]).write_text(given)
         sys.stdout.flush()
         sys.stderr.flush()
