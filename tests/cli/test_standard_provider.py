@@ -117,3 +117,4 @@ def test_task_arguments_branches_short_circuits_and_decorators(
     assert found["past_moment"] == "success"
     assert 'doubled result: {"doubled": 42' in output
     assert (found["picked"], found["not_picked"]) == ("success", "skipped")
+    assert "mapped total: 12" in output  # PythonOperator.partial(...).expand(op_args=...)

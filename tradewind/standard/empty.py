@@ -24,3 +24,12 @@ class DummyOperator(EmptyOperator):
     def __init__(self, **kwargs: Any) -> None:
         airflow2_spelling("DummyOperator", "EmptyOperator")
         super().__init__(**kwargs)
+
+
+class SmoothOperator(BaseOperator):
+    """The provider's joke operator: it logs a link to Sade's song."""
+
+    yt_link = "https://www.youtube.com/watch?v=4TYv2PhG89A"
+
+    def execute(self, context: dict[str, Any]) -> None:
+        print(f"Enjoy Sade - Smooth Operator: {self.yt_link}", flush=True)

@@ -25,6 +25,14 @@ def big_result(colour, ti=None):
     return {"colour": colour, "task": ti.task_id}
 
 
+def twice(x):
+    return x * 2
+
+
+def total(values):
+    print("mapped total:", sum(values))
+
+
 def read_back(ti=None):
     print("kept:", ti.xcom_pull(task_ids="kept"), "not kept:", ti.xcom_pull(task_ids="not_kept"))
 
@@ -49,6 +57,11 @@ with DAG(
         doc_rst="Not *kept*",
     )
     [kept, not_kept] >> PythonOperator(task_id="read_back", python_callable=read_back)
+
+    mapped = PythonOperator.partial(task_id="mapped_py", python_callable=twice).expand(
+        op_args=[[1], [2], [3]]
+    )
+    PythonOperator(task_id="total", python_callable=total, op_args=[mapped.output])
 
     in_window = BranchDateTimeOperator(
         task_id="in_window",
