@@ -175,3 +175,24 @@ def test_the_providers_decorators_are_tradewinds_and_the_new_ones_registered() -
     assert built.structure()["tasks"]["choose_outside"]["kind"] == "branch"
     with pytest.raises(DagDefinitionError, match=r"@task\.external_python: python must be"):
         task.external_python()(lambda: 1)  # type: ignore[attr-defined]
+
+
+def test_task_virtualenv_takes_the_providers_arguments() -> None:
+    @task.virtualenv(  # type: ignore[attr-defined]
+        requirements=[],
+        venv_cache_path="/tmp/venvs",
+        index_urls="https://one.example/simple",
+        skip_on_exit_code=[99, 100],
+        env_vars={"A": "1"},
+        inherit_env=False,
+        expect_airflow=False,
+    )
+    def isolated() -> int:
+        return 1
+
+    with DAG("v") as built:
+        isolated()
+
+    assert built.get_task("isolated") is not None
+    with pytest.raises(DagDefinitionError, match="skip_on_exit_code must be exit codes"):
+        task.virtualenv(skip_on_exit_code=["x"])  # type: ignore[attr-defined]

@@ -10,13 +10,11 @@ choose the task ids to follow, as ``@task.branch`` does.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from tradewind.bash import bash as bash_task
-from tradewind.bash import skip_codes
 from tradewind.branching import Choice, ChoosingDecorator
 from tradewind.branching import branch as branch_task
 from tradewind.branching import short_circuit as short_circuit_task
@@ -30,6 +28,7 @@ from tradewind.virtualenv import (
     VenvCall,
     call_in_venv,
     function_source,
+    venv_call,
 )
 from tradewind.virtualenv import virtualenv as virtualenv_task
 
@@ -75,8 +74,7 @@ def external_python_task(
             f"got {serializer!r}"
         )
     parsed = task_options("@task.external_python", options)
-    env = {**(os.environ if inherit_env else {}), **(env_vars or {})}
-    how = VenvCall(env=env, skip_on_exit_code=skip_codes(skip_on_exit_code))
+    how = venv_call(skip_on_exit_code, env_vars, inherit_env)
 
     def decorate(function: Callable[..., Any]) -> TaskDecorator:
         return TaskDecorator(_with_python(function, Path(python), how), parsed, options)

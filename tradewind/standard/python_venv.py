@@ -25,10 +25,11 @@ from tradewind.standard.python import PythonOperator, determine_kwargs
 from tradewind.virtualenv import (
     FRESH_PROCESS,
     SERIALIZERS,
-    VenvCall,
     call_in_venv,
     ensure_venv,
     function_source,
+    index_options,
+    venv_call,
     venv_spec,
     venvs_folder,
 )
@@ -62,7 +63,7 @@ class _InterpreterOperator(PythonOperator):
         self.string_args = [str(arg) for arg in string_args or ()]
         # Tradewind never needs Airflow in the other interpreter: nothing to check there.
         self.expect_airflow = expect_airflow
-        self.skip_on_exit_code = skip_codes(skip_on_exit_code)
+        self.skip_on_exit_code = skip_codes(skip_on_exit_code)  # checked at load
         self.env_vars = dict(env_vars or {})
         self.inherit_env = bool(inherit_env)
         super().__init__(**kwargs)
@@ -93,8 +94,7 @@ class _InterpreterOperator(PythonOperator):
 
     def execute_callable(self, keywords: Mapping[str, Any]) -> Any:
         strings = f"virtualenv_string_args = {json.dumps(self.string_args)}\n"
-        env = {**(os.environ if self.inherit_env else {}), **self.env_vars}
-        how = VenvCall(env=env, skip_on_exit_code=self.skip_on_exit_code)
+        how = venv_call(self.skip_on_exit_code, self.env_vars, self.inherit_env)
         name = self.python_callable.__name__
         where = f"task {self.task_id}"
         return call_in_venv(
@@ -141,7 +141,7 @@ class PythonVirtualenvOperator(_InterpreterOperator):
         )
         self.python_version = python_version
         self.system_site_packages = system_site_packages
-        self.pip_install_options = [*(pip_install_options or ()), *_index_options(index_urls)]
+        self.pip_install_options = [*(pip_install_options or ()), *index_options(index_urls)]
         self.venv_cache_path = venv_cache_path
         super().__init__(**kwargs)
 
@@ -154,15 +154,6 @@ class PythonVirtualenvOperator(_InterpreterOperator):
         )
         folder = Path(self.venv_cache_path) if self.venv_cache_path else venvs_folder()
         return ensure_venv(folder, spec)
-
-
-def _index_options(index_urls: str | Sequence[str] | None) -> list[str]:
-    """pip's options for Airflow's ``index_urls``: the first is the index, the rest extra."""
-    urls = [index_urls] if isinstance(index_urls, str) else list(index_urls or ())
-    options = ["--index-url", urls[0]] if urls else []
-    for url in urls[1:]:
-        options += ["--extra-index-url", url]
-    return options
 
 
 def _requirement_lines(requirements: list[str]) -> list[str]:
