@@ -60,6 +60,7 @@ from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 from tradewind.sensor_operator import BaseSensorOperator
 from tradewind.sensors import PokeReturnValue
 from tradewind.setup_teardown import setup, teardown
+from tradewind.standard import decorators as _standard_decorators  # noqa: F401 (registers)
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group

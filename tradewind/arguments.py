@@ -27,6 +27,7 @@ DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
     "weight_rule": ("downstream", "the scheduler queues tasks in DAG order, without weights"),
     "dagrun_timeout": (None, "a run is never timed out yet"),
     "end_date": (None, "runs without an end date only"),
+    "deferrable": (False, "needs the triggerer, not in Tradewind yet; use mode='reschedule'"),
 }
 
 

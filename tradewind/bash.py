@@ -10,10 +10,12 @@ in the try's log. The last line of stdout is the task's XCom. Exit code ``skip_o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,19 +33,36 @@ class BashCommandFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class BashOptions:
-    """How a bash command runs: its environment, folder, and the exit codes that skip."""
+    """How a bash command runs: its environment, folder, the exit codes that skip, and how its
+    output is decoded."""
 
     env: Mapping[str, str] | None = None
     append_env: bool = False
     cwd: str | None = None
     skip_on_exit_code: Collection[int] = (SKIP_EXIT_CODE,)
+    output_encoding: str = "utf-8"
 
-    def environment(self) -> dict[str, str] | None:
-        """``env`` alone (as in Airflow), or over the worker's own with ``append_env``."""
-        if self.env is None:
-            return None
-        given = {str(key): str(value) for key, value in self.env.items()}
-        return {**os.environ, **given} if self.append_env else given
+    def environment(self, context_vars: Mapping[str, str]) -> dict[str, str]:
+        """The task process's own without ``env``; ``env`` alone, or over the task process's
+        with ``append_env``; then ``context_vars`` (``AIRFLOW_CTX_*``), as in Airflow."""
+        given = {str(key): str(value) for key, value in (self.env or {}).items()}
+        inherited = os.environ if self.env is None or self.append_env else {}
+        return {**inherited, **given, **context_vars}
+
+
+def context_vars(context: Mapping[str, Any]) -> dict[str, str]:
+    """Airflow's ``AIRFLOW_CTX_*`` variables of the try, for the command to read."""
+    ti, task = context.get("ti"), context.get("task")
+    logical_date = context.get("logical_date")
+    found = {
+        "AIRFLOW_CTX_DAG_ID": getattr(ti, "dag_id", None),
+        "AIRFLOW_CTX_TASK_ID": getattr(ti, "task_id", None),
+        "AIRFLOW_CTX_DAG_RUN_ID": context.get("run_id"),
+        "AIRFLOW_CTX_TRY_NUMBER": str(getattr(ti, "try_number", "") or "") or None,
+        "AIRFLOW_CTX_LOGICAL_DATE": logical_date.isoformat() if logical_date else None,
+        "AIRFLOW_CTX_DAG_OWNER": getattr(getattr(task, "options", None), "owner", None),
+    }
+    return {name: value for name, value in found.items() if value}
 
 
 def skip_codes(value: int | Collection[int] | None) -> tuple[int, ...]:
@@ -55,32 +74,39 @@ def skip_codes(value: int | Collection[int] | None) -> tuple[int, ...]:
     return codes
 
 
-def run_bash(command: Any, options: BashOptions, where: str) -> str | None:
-    """Run ``command``; the last line of its stdout (None when it printed nothing)."""
+def run_bash(
+    command: Any, options: BashOptions, where: str, context: Mapping[str, Any] | None = None
+) -> str | None:
+    """Run ``command``, in ``cwd`` or (as in Airflow) a fresh temporary folder; the last line
+    of its stdout (None when it printed nothing)."""
     if not isinstance(command, str) or not command.strip():
         raise TypeError(f"{where}: the bash command must be a non-empty string, got {command!r}")
     if options.cwd is not None and not os.path.isdir(options.cwd):
         raise FileNotFoundError(f"{where}: cwd {options.cwd!r} is not a folder")
     print(f"running bash command: {command}", flush=True)
-    last = None
-    with subprocess.Popen(
-        ["bash", "-c", command],
-        stdout=subprocess.PIPE,
-        env=options.environment(),
-        cwd=options.cwd,
-    ) as child:
-        assert child.stdout is not None
-        for raw in child.stdout:
-            line = raw.decode("utf-8", errors="replace").rstrip("\n")
-            sys.stdout.write(line + "\n")
-            last = line
-        sys.stdout.flush()
-        code = child.wait()
+    env = options.environment(context_vars(context or {}))
+    with contextlib.ExitStack() as stack:
+        cwd = options.cwd or stack.enter_context(tempfile.TemporaryDirectory(prefix="tradewind"))
+        code, last = _run(command, env, cwd, options.output_encoding)
     if code in options.skip_on_exit_code:
         raise SkipTask(f"{where}: bash command exited {code}: task skipped")
     if code != 0:
         raise BashCommandFailed(f"{where}: bash command failed with exit code {code}")
     return last
+
+
+def _run(command: str, env: dict[str, str], cwd: str, encoding: str) -> tuple[int, str | None]:
+    last = None
+    with subprocess.Popen(
+        ["bash", "-c", command], stdout=subprocess.PIPE, env=env, cwd=cwd
+    ) as child:
+        assert child.stdout is not None
+        for raw in child.stdout:
+            line = raw.decode(encoding, errors="backslashreplace").rstrip("\n")
+            sys.stdout.write(line + "\n")
+            last = line
+        sys.stdout.flush()
+        return child.wait(), last
 
 
 def bash(
@@ -90,24 +116,43 @@ def bash(
     append_env: bool = False,
     cwd: str | None = None,
     skip_on_exit_code: int | Collection[int] | None = SKIP_EXIT_CODE,
+    output_encoding: str = "utf-8",
+    output_processor: Callable[[Any], Any] | None = None,
     **options: Any,
 ) -> Any:
-    """``@task.bash``: the function returns the command to run."""
+    """``@task.bash``: the function returns the command to run; ``output_processor`` turns
+    its last line into the task's result."""
     parsed = task_options("@task.bash", options)
-    how = BashOptions(env, append_env, cwd, skip_codes(skip_on_exit_code))
+    how = BashOptions(env, append_env, cwd, skip_codes(skip_on_exit_code), output_encoding)
+    process = check_processor("@task.bash", output_processor)
 
     def decorate(function: Callable[..., Any]) -> TaskDecorator:
-        return TaskDecorator(_running(function, how), parsed, options)
+        return TaskDecorator(_running(function, how, process), parsed, options)
 
     return decorate(python_callable) if python_callable is not None else decorate
 
 
-def _running(function: Callable[..., Any], how: BashOptions) -> Callable[..., Any]:
+def check_processor(where: str, processor: Any) -> Callable[[Any], Any]:
+    """``output_processor``, or the identity Airflow defaults to."""
+    if processor is None:
+        return _same
+    if not callable(processor):
+        raise DagDefinitionError(f"{where}: output_processor must be callable, got {processor!r}")
+    return processor  # type: ignore[no-any-return]
+
+
+def _same(output: Any) -> Any:
+    return output
+
+
+def _running(
+    function: Callable[..., Any], how: BashOptions, process: Callable[[Any], Any]
+) -> Callable[..., Any]:
     @functools.wraps(function)
-    def run(*args: Any, **kwargs: Any) -> str | None:
+    def run(*args: Any, **kwargs: Any) -> Any:
         context = get_current_context()
         task = context["task"]
         command = task.render_template(function(*args, **kwargs), context)
-        return run_bash(command, how, f"task {task.task_id}")
+        return process(run_bash(command, how, f"task {task.task_id}", context))
 
     return run

@@ -24,6 +24,7 @@ from tradewind.params import params_structure
 from tradewind.partition_specs import partition_mappers_of
 from tradewind.partitions import CronPartitionTimetable, time_schedule_of
 from tradewind.setup_teardown import control_flow_structure
+from tradewind.standard.options import check_owner_links, task_doc_md
 from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
 
@@ -52,6 +53,7 @@ class DAG:
         template_searchpath: str | list[str] | None = None,
         user_defined_macros: dict[str, Any] | None = None,
         user_defined_filters: dict[str, Any] | None = None,
+        owner_links: dict[str, str] | None = None,
         **other: Any,
     ) -> None:
         if not dag_id or not isinstance(dag_id, str):
@@ -85,6 +87,7 @@ class DAG:
         self.template_searchpath = _as_list(template_searchpath)
         self.user_defined_macros = dict(user_defined_macros or {})
         self.user_defined_filters = dict(user_defined_filters or {})
+        self.owner_links = check_owner_links(dag_id, owner_links)
         self.tasks: dict[str, Task] = {}
         self.task_groups: dict[str, Any] = {}
         self.fileloc: str | None = None
@@ -169,6 +172,8 @@ class DAG:
             "tasks": {tid: _task_structure(self.tasks[tid]) for tid in self.topological_order()},
             "groups": {gid: group.structure() for gid, group in self.task_groups.items()},
             **self._partition_structure(),
+            # Only when set: the other DAGs keep their version hashes.
+            **({"owner_links": self.owner_links} if self.owner_links else {}),
         }
 
     def _partition_structure(self) -> dict[str, Any]:
@@ -234,7 +239,7 @@ def _task_structure(task: Task) -> dict[str, Any]:
         "max_retry_delay_seconds": (
             options.max_retry_delay.total_seconds() if options.max_retry_delay else None
         ),
-        "doc_md": options.doc_md,
+        "doc_md": task_doc_md(options),
         "outlets": outlets_structure(options.outlets),
         **control_flow_structure(task),
     }

@@ -23,7 +23,7 @@ from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import check_not_nested
 from tradewind.mapping import EXPAND, KWARGS_LIST, build_mapping
-from tradewind.task import Task, add_task, task_options
+from tradewind.task import Task, TaskOptions, add_task, task_options
 from tradewind.templates import kwargs_of_index, render_value
 from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
@@ -73,6 +73,23 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
             for upstream in find_xcom_args(getattr(self, name, None)):
                 self._task.set_upstream(upstream.task)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # ``op.trigger_rule = ...`` / ``op.doc_md = ...`` after the operator is made, as Airflow
+        # DAG files do: a task option (never one the operator keeps as its own) changes the task.
+        task = self.__dict__.get("_task")
+        if task is not None and name in _OPTION_NAMES and name not in self.__dict__:
+            task.options = task_options(
+                f"{type(self).__name__} {self.task_id}", {**_given(task.options), name: value}
+            )
+            return
+        super().__setattr__(name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        task = self.__dict__.get("_task")
+        if task is not None and name in _OPTION_NAMES:
+            return getattr(task.options, name)
+        raise AttributeError(name)
+
     @property
     def task(self) -> Task:
         if self._task is None:
@@ -109,6 +126,14 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
     @classmethod
     def partial(cls, **kwargs: Any) -> OperatorPartial:
         return OperatorPartial(cls, kwargs)
+
+
+#: The task options an operator's attribute may set after it is made.
+_OPTION_NAMES = frozenset(TaskOptions.__dataclass_fields__) - {"task_id", "command"}
+
+
+def _given(options: TaskOptions) -> dict[str, Any]:
+    return {name: getattr(options, name) for name in _OPTION_NAMES}
 
 
 def run_operator(operator: BaseOperator) -> Any:

@@ -22,6 +22,7 @@ from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
 from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
+from tradewind.standard.options import check_task_options
 from tradewind.trigger_rules import TriggerRule, trigger_rule_of
 from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
@@ -69,6 +70,14 @@ class TaskOptions:
     # Assets (tradewind/assets.py): what a success updates, and what the task reads.
     outlets: Sequence[Any] = ()
     inlets: Sequence[Any] = ()
+    # Run in the task process before the task's work (tradewind/standard/options.py).
+    on_execute_callback: Callback | None = None
+    do_xcom_push: bool = True  # False: the return value is not stored
+    # Kept with the task; shown where doc_md is (tradewind/standard/options.py).
+    doc: str | None = None
+    doc_rst: str | None = None
+    doc_json: str | None = None
+    doc_yaml: str | None = None
 
     def __post_init__(self) -> None:
         self.retry_delay = as_timedelta(self.retry_delay, "retry_delay")
@@ -92,6 +101,7 @@ class TaskOptions:
             raise DagDefinitionError(f"retries must be an integer >= 0, got {self.retries!r}")
         if self.task_concurrency < 1:
             raise DagDefinitionError(f"task_concurrency must be >= 1, got {self.task_concurrency}")
+        check_task_options(self)
 
 
 def _backoff(value: Any) -> float:
@@ -355,13 +365,10 @@ def _not_yet(kind: str, feature: str) -> Callable[..., Any]:
     return refuse
 
 
-# Airflow's task kinds Tradewind lacks (branch, short_circuit, bash, sensor and virtualenv are
-# registered by their own modules): a DAG file using one fails its import naming it, never at
-# run time.
+# Airflow's task kinds Tradewind lacks (branch, short_circuit, bash, sensor, virtualenv and the
+# standard provider's are registered by their own modules): a DAG file using one fails its
+# import naming it, never at run time.
 for _kind, _feature in {
-    "external_python": "external Python tasks",
-    "branch_virtualenv": "branching",
-    "branch_external_python": "branching",
     "docker": "docker tasks",
     "kubernetes": "kubernetes tasks",
     "pyspark": "pyspark tasks",

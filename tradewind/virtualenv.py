@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tradewind.bash import skip_codes
 from tradewind.context import get_current_context
-from tradewind.exceptions import DagDefinitionError
+from tradewind.exceptions import DagDefinitionError, SkipTask
 from tradewind.task import TaskDecorator, task_options
 
 #: Airflow's serializers: accepted, but values always travel as JSON here.
@@ -103,23 +104,51 @@ def virtualenv(
     system_site_packages: bool = True,
     serializer: str = "json",
     pip_install_options: Sequence[str] | None = None,
+    index_urls: str | Sequence[str] | None = None,
+    venv_cache_path: str | os.PathLike[str] | None = None,
+    skip_on_exit_code: int | Sequence[int] | None = None,
+    env_vars: dict[str, str] | None = None,
+    inherit_env: bool = True,
+    expect_airflow: bool = True,  # Tradewind never needs Airflow in the venv: nothing to check
     **options: Any,
 ) -> Any:
-    """``@task.virtualenv(requirements=[...], python_version=..., system_site_packages=...)``."""
+    """``@task.virtualenv(requirements=[...], python_version=..., system_site_packages=...)``,
+    with the standard provider's ``index_urls``, ``venv_cache_path``, ``skip_on_exit_code``,
+    ``env_vars`` and ``inherit_env``."""
     if serializer not in SERIALIZERS:
         raise DagDefinitionError(
             f"@task.virtualenv: serializer must be one of {sorted(SERIALIZERS)}, got {serializer!r}"
         )
     parsed = task_options("@task.virtualenv", options)
-    spec = venv_spec(requirements or [], python_version, system_site_packages, pip_install_options)
+    pip_options = [*(pip_install_options or ()), *index_options(index_urls)]
+    spec = venv_spec(requirements or [], python_version, system_site_packages, pip_options)
+    folder = Path(venv_cache_path) if venv_cache_path else None
+    how = venv_call(skip_on_exit_code, env_vars, inherit_env)
 
     def decorate(function: Callable[..., Any]) -> TaskDecorator:
-        return TaskDecorator(_in_venv(function, spec), parsed, options)
+        return TaskDecorator(_in_venv(function, spec, folder, how), parsed, options)
 
     return decorate(python_callable) if python_callable is not None else decorate
 
 
-def _in_venv(function: Callable[..., Any], spec: VenvSpec) -> Callable[..., Any]:
+def index_options(index_urls: str | Sequence[str] | None) -> list[str]:
+    """pip's options for Airflow's ``index_urls``: the first is the index, the rest extra."""
+    urls = [index_urls] if isinstance(index_urls, str) else list(index_urls or ())
+    options = ["--index-url", urls[0]] if urls else []
+    for url in urls[1:]:
+        options += ["--extra-index-url", url]
+    return options
+
+
+def venv_call(skip_on_exit_code: Any, env_vars: Any, inherit_env: bool) -> VenvCall:
+    """How the interpreter runs: ``env_vars`` over the task's environment (``inherit_env``)."""
+    env = {**(os.environ if inherit_env else {}), **(env_vars or {})}
+    return VenvCall(env=env, skip_on_exit_code=skip_codes(skip_on_exit_code))
+
+
+def _in_venv(
+    function: Callable[..., Any], spec: VenvSpec, folder: Path | None, how: VenvCall
+) -> Callable[..., Any]:
     source = function_source(function)
 
     @functools.wraps(function)
@@ -128,8 +157,8 @@ def _in_venv(function: Callable[..., Any], spec: VenvSpec) -> Callable[..., Any]
         where = f"task {context['ti'].task_id}"
         # The context stays here (a ``ti`` is no JSON): only the task's own arguments travel.
         given = {k: v for k, v in kwargs.items() if not (k in context and v is context[k])}
-        python = ensure_venv(venvs_folder(), spec)
-        return call_in_venv(python, source, function.__name__, args, given, where)
+        python = ensure_venv(folder or venvs_folder(), spec)
+        return call_in_venv(python, source, function.__name__, args, given, where, how)
 
     setattr(run, FRESH_PROCESS, True)
     return run
@@ -197,6 +226,15 @@ def _check(command: list[str], what: str) -> None:
         raise VirtualenvError(f"{what} failed (exit code {code}): {' '.join(command)}")
 
 
+@dataclass(frozen=True)
+class VenvCall:
+    """How the interpreter runs: its environment (None: the task's) and the exit codes that skip
+    the task (``PythonVirtualenvOperator``'s ``skip_on_exit_code``)."""
+
+    env: dict[str, str] | None = None
+    skip_on_exit_code: tuple[int, ...] = ()
+
+
 _RUNNER = """
 import json, sys, traceback
 with open(sys.argv[1]) as given:
@@ -205,6 +243,8 @@ try:
     result = {name}(*call["args"], **call["kwargs"])
     with open(sys.argv[2], "w") as out:
         json.dump(result, out)
+except SystemExit:
+    raise
 except BaseException as error:
     traceback.print_exc()
     with open(sys.argv[3], "w") as out:
@@ -220,8 +260,10 @@ def call_in_venv(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     where: str,
+    how: VenvCall | None = None,
 ) -> Any:
     """Run ``name`` of ``source`` in ``python`` with the arguments; its JSON return value."""
+    how = how or VenvCall()
     try:
         given = json.dumps({"args": list(args), "kwargs": kwargs})
     except (TypeError, ValueError) as error:
@@ -232,11 +274,15 @@ def call_in_venv(
         paths = [
             os.path.join(folder, f) for f in ("script.py", "args.json", "result.json", "error")
         ]
-        Path(paths[0]).write_text(source + _RUNNER.format(name=name))
+        # As Airflow's script: annotations naming what the source does not import stay text.
+        script = "from __future__ import annotations\n" + source + _RUNNER.format(name=name)
+        Path(paths[0]).write_text(script)
         Path(paths[1]).write_text(given)
         sys.stdout.flush()
         sys.stderr.flush()
-        code = subprocess.call([str(python), *paths], cwd=folder)
+        code = subprocess.call([str(python), *paths], cwd=folder, env=how.env)
+        if code in how.skip_on_exit_code:
+            raise SkipTask(f"{where}: its virtualenv process exited {code}: task skipped")
         if code != 0:
             said = Path(paths[3]).read_text() if os.path.exists(paths[3]) else f"exit code {code}"
             raise VirtualenvError(f"{where}: failed in its virtualenv: {said}")

@@ -215,6 +215,7 @@ def task_response(task_id: str, task: TaskSpec) -> TaskResponse:
         execution_timeout=time_delta(task.execution_timeout_seconds),
         retry_delay=time_delta(task.retry_delay_seconds),
         downstream_task_ids=list(task.downstream),
+        doc_md=task.doc_md,
         operator_name="@task.runtime" if task.runtime else "@task",
         is_mapped=is_mapped(task),
     )

@@ -134,6 +134,7 @@ class DagStructure(_Frozen):
     description: str | None = None
     doc_md: str | None = None
     display_name: str | None = None
+    owner_links: Mapping[str, str] = {}  # each owner's page (a URL or a mailto: link)
     # A PartitionedAssetTimetable's mappers (tradewind/partition_specs.py): runs per partition.
     partition_mappers: Mapping[str, Any] | None = None
     # A CronPartitionTimetable: each scheduled or backfilled run is the partition of its date.

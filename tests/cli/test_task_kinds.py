@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
+import tempfile
 from collections.abc import Callable
 
 import pytest
@@ -192,7 +193,8 @@ def test_a_bash_task_runs_its_rendered_command_and_its_last_line_is_the_xcom(
     assert done.returncode == 0, output
     assert "stdout: first line" in output  # every line goes to the log
     assert "stdout: hi there again" in output  # env, append_env and a template
-    assert f"bash xcom: {kinds_env.home.parent}" in output  # the last line (pwd) is the XCom
+    # The last line (pwd) is the XCom: without cwd, a fresh temporary folder, as in Airflow.
+    assert f"bash xcom: {tempfile.gettempdir()}/tradewind" in output
     assert "where result: /tmp" in output  # cwd
     assert "classic result: classic test" in output  # BashOperator's template field
 

@@ -129,7 +129,7 @@ def test_execution_time_context_gives_never_expire() -> None:
     assert NEVER_EXPIRE is tradewind.NEVER_EXPIRE
 
 
-@pytest.mark.parametrize("kind", ["external_python", "docker"])
+@pytest.mark.parametrize("kind", ["kubernetes", "docker"])
 def test_an_airflow_task_kind_tradewind_lacks_fails_the_import_naming_it(kind: str) -> None:
     decorator = getattr(task, kind)
 

@@ -25,6 +25,7 @@ from tradewind.context import CONTEXT_KEYS, set_current_context
 from tradewind.dag import DAG
 from tradewind.exceptions import FailTask, SkipTask
 from tradewind.loader import one_line_error
+from tradewind.standard.options import run_execute_callbacks
 from tradewind.state_store import TaskStateStore
 from tradewind.task import Task
 from tradewind.xcom_arg import RETURN_VALUE
@@ -62,6 +63,7 @@ def run_iterable_task(
     store = SupervisorCheckpointStore(client)
     checkpoints = Checkpoints(store, details.generation, task.options.task_concurrency)
     try:
+        run_execute_callbacks(task.options, context)
         runner = ItemRunner(task, context, client, checkpoints)
         items = runner.prepare(details.map_index, is_retry(details, task))
         runner.run_all(items)
@@ -223,7 +225,8 @@ def conclude(
         client.request(p.SkipTask(reason=reason))
         return 0
     results = [o.value if o is not None and o.status == SUCCESS else None for o in outcomes]
-    client.set_xcom(RETURN_VALUE, results)
+    if runner.task.options.do_xcom_push:
+        client.set_xcom(RETURN_VALUE, results)
     checkpoints.clear()
     client.request(p.SucceedTask())
     return 0

@@ -29,6 +29,7 @@ from tradewind.exceptions import FailTask, SkipTask
 from tradewind.loader import one_line_error
 from tradewind.runtime_context import task_context
 from tradewind.sensors import Reschedule
+from tradewind.standard.options import run_execute_callbacks
 from tradewind.task import Task
 from tradewind.templates import render_arguments
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
@@ -200,6 +201,7 @@ def run_python_task(
     """The body of a forked task process; returns its exit code."""
     client, details, context = open_task(comms, dag, task, given)
     try:
+        run_execute_callbacks(task.options, context)
         result = take_metadata(call_task(task, context, client), context["outlet_events"])
         # A branch's choice is checked before anything is pushed.
         succeed = succeed_message(task, result, context["outlet_events"].items_to_send())
@@ -374,6 +376,8 @@ _SIGNATURE_OVERRIDES = ("__wrapped__", "__signature__", "_partialmethod", "__tex
 
 def push_result(client: Client, task: Task, result: Any) -> None:
     """The return value becomes the ``return_value`` XCom (and one XCom per key if asked)."""
+    if not task.options.do_xcom_push:  # as in Airflow: nothing of the result is stored
+        return
     if result is None:
         if is_expanded(task):  # a map index's None keeps its place in the downstream list
             client.set_xcom(RETURN_VALUE, None)

@@ -1,0 +1,4 @@
+CREATE TABLE Orders (
+    order_id INT PRIMARY KEY,
+    name TEXT
+)
