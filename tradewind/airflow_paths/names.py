@@ -45,46 +45,69 @@ _STANDARD: dict[str, dict[str, str]] = {
         "PythonOperator": f"{_TW_STD}.python:PythonOperator",
         "BranchPythonOperator": f"{_TW_STD}.python:BranchPythonOperator",
         "ShortCircuitOperator": f"{_TW_STD}.python:ShortCircuitOperator",
-        "PythonVirtualenvOperator": f"{_TW_STD}.python:PythonVirtualenvOperator",
-        "ExternalPythonOperator": f"{_TW_STD}.python:ExternalPythonOperator",
-        "BranchPythonVirtualenvOperator": f"{_TW_STD}.python:BranchPythonVirtualenvOperator",
-        "BranchExternalPythonOperator": f"{_TW_STD}.python:BranchExternalPythonOperator",
+        "PythonVirtualenvOperator": f"{_TW_STD}.python_venv:PythonVirtualenvOperator",
+        "ExternalPythonOperator": f"{_TW_STD}.python_venv:ExternalPythonOperator",
+        "BranchPythonVirtualenvOperator": f"{_TW_STD}.python_venv:BranchPythonVirtualenvOperator",
+        "BranchExternalPythonOperator": f"{_TW_STD}.python_venv:BranchExternalPythonOperator",
         "get_current_context": "tradewind:get_current_context",
     },
     "operators.bash": {"BashOperator": "tradewind:BashOperator"},
     "operators.empty": {"EmptyOperator": f"{_TW_STD}.empty:EmptyOperator"},
+    "operators.smooth": {"SmoothOperator": f"{_TW_STD}.empty:SmoothOperator"},
     "operators.latest_only": {"LatestOnlyOperator": f"{_TW_STD}.latest_only:LatestOnlyOperator"},
     "operators.datetime": {
-        "BranchDateTimeOperator": f"{_TW_STD}.datetime:BranchDateTimeOperator",
+        "BranchDateTimeOperator": f"{_TW_STD}.datetime_branch:BranchDateTimeOperator",
+        "target_times_as_dates": f"{_TW_STD}.datetime_branch:target_times_as_dates",
     },
     "operators.weekday": {
-        "BranchDayOfWeekOperator": f"{_TW_STD}.weekday:BranchDayOfWeekOperator",
+        "BranchDayOfWeekOperator": f"{_TW_STD}.datetime_branch:BranchDayOfWeekOperator",
     },
-    "operators.branch": {
-        "BaseBranchOperator": f"{_TW_STD}.branch:BaseBranchOperator",
-        "BranchMixIn": f"{_TW_STD}.branch:BranchMixIn",
+    "operators.branch": {"BaseBranchOperator": f"{_TW_STD}.branch:BaseBranchOperator"},
+    "operators.hitl": {
+        "HITLOperator": f"{_TW_STD}.hitl:HITLOperator",
+        "ApprovalOperator": f"{_TW_STD}.hitl:ApprovalOperator",
+        "HITLBranchOperator": f"{_TW_STD}.hitl:HITLBranchOperator",
+        "HITLEntryOperator": f"{_TW_STD}.hitl:HITLEntryOperator",
     },
     "operators.trigger_dagrun": {
         "TriggerDagRunOperator": f"{_TW_STD}.trigger_dagrun:TriggerDagRunOperator",
     },
-    "sensors.bash": {"BashSensor": f"{_TW_STD}.bash_sensor:BashSensor"},
-    "sensors.python": {"PythonSensor": f"{_TW_STD}.python_sensor:PythonSensor"},
-    "sensors.filesystem": {"FileSensor": f"{_TW_STD}.filesystem:FileSensor"},
-    "sensors.date_time": {"DateTimeSensor": f"{_TW_STD}.time_sensors:DateTimeSensor"},
-    "sensors.time": {"TimeSensor": f"{_TW_STD}.time_sensors:TimeSensor"},
-    "sensors.time_delta": {"TimeDeltaSensor": f"{_TW_STD}.time_sensors:TimeDeltaSensor"},
+    "sensors.bash": {"BashSensor": f"{_TW_STD}.command_sensors:BashSensor"},
+    "sensors.python": {"PythonSensor": f"{_TW_STD}.command_sensors:PythonSensor"},
+    "sensors.filesystem": {"FileSensor": f"{_TW_STD}.file_sensor:FileSensor"},
+    "sensors.date_time": {
+        "DateTimeSensor": f"{_TW_STD}.time_sensors:DateTimeSensor",
+        "DateTimeSensorAsync": f"{_TW_STD}.time_sensors:DateTimeSensorAsync",
+    },
+    "sensors.time": {
+        "TimeSensor": f"{_TW_STD}.time_sensors:TimeSensor",
+        "TimeSensorAsync": f"{_TW_STD}.time_sensors:TimeSensorAsync",
+    },
+    "sensors.time_delta": {
+        "TimeDeltaSensor": f"{_TW_STD}.time_sensors:TimeDeltaSensor",
+        "TimeDeltaSensorAsync": f"{_TW_STD}.time_sensors:TimeDeltaSensorAsync",
+        "WaitSensor": f"{_TW_STD}.time_sensors:WaitSensor",
+    },
     "sensors.weekday": {"DayOfWeekSensor": f"{_TW_STD}.time_sensors:DayOfWeekSensor"},
     "sensors.external_task": {
         "ExternalTaskSensor": f"{_TW_STD}.external_task:ExternalTaskSensor",
         "ExternalTaskMarker": f"{_TW_STD}.external_task:ExternalTaskMarker",
     },
     "utils.weekday": {"WeekDay": f"{_TW_STD}.weekday:WeekDay"},
-    "decorators.python": {"python_task": "tradewind.task:task"},
-    "decorators.bash": {"bash_task": "tradewind.bash:bash"},
-    "decorators.sensor": {"sensor_task": "tradewind.sensors:sensor"},
-    "decorators.python_virtualenv": {"virtualenv_task": "tradewind.virtualenv:virtualenv"},
-    "decorators.branch_python": {"branch_task": "tradewind.branching:branch"},
-    "decorators.short_circuit": {"short_circuit_task": "tradewind.branching:short_circuit"},
+    **{
+        f"decorators.{module}": {name: f"{_TW_STD}.decorators:{name}"}
+        for module, name in (
+            ("python", "python_task"),
+            ("bash", "bash_task"),
+            ("sensor", "sensor_task"),
+            ("python_virtualenv", "virtualenv_task"),
+            ("external_python", "external_python_task"),
+            ("branch_python", "branch_task"),
+            ("short_circuit", "short_circuit_task"),
+            ("branch_virtualenv", "branch_virtualenv_task"),
+            ("branch_external_python", "branch_external_python_task"),
+        )
+    },
 }
 
 #: Airflow 3.3's deprecated homes of the standard provider's names, and Airflow 2's.
@@ -98,6 +121,7 @@ _MOVED: dict[str, str] = {
     "operators.weekday": "operators.weekday",
     "operators.trigger_dagrun": "operators.trigger_dagrun",
     "operators.branch": "operators.branch",
+    "operators.smooth": "operators.smooth",
     "sensors.bash": "sensors.bash",
     "sensors.python": "sensors.python",
     "sensors.filesystem": "sensors.filesystem",
@@ -122,7 +146,7 @@ _MOVED: dict[str, str] = {
     "sensors.python_sensor": "sensors.python",
 }
 
-_DUMMY = old(f"{_TW_STD}.empty:EmptyOperator", "EmptyOperator")
+_DUMMY = f"{_TW_STD}.empty:DummyOperator"  # notes its Airflow 2 spelling itself
 _DATASET = old("tradewind:Asset", "Asset (airflow.sdk)")
 _CORE: dict[str, ModuleRow] = {
     "airflow": _row(
@@ -171,6 +195,7 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.utils.timezone": _row(delegate="tradewind.timezone"),
     "airflow.utils.state": _row(delegate="tradewind.states"),
     "airflow.utils.context": _row(Context="tradewind.context:Context"),
+    "airflow.utils.weekday": _row(WeekDay=f"{_TW_STD}.weekday:WeekDay"),
     "airflow.hooks.base": _row(BaseHook="tradewind.hooks:BaseHook"),
     "airflow.hooks.base_hook": _row(
         airflow3="airflow.sdk (BaseHook)", BaseHook="tradewind.hooks:BaseHook"
@@ -227,7 +252,7 @@ def _standard_rows() -> dict[str, ModuleRow]:
     for moved, home in _MOVED.items():
         names = dict(_STANDARD[home])
         if home == "operators.empty":
-            names["DummyOperator"] = _DUMMY  # type: ignore[assignment]
+            names["DummyOperator"] = _DUMMY
         rows[f"airflow.{moved}"] = _row(airflow3=f"{_STD}.{home}", **names)
     return rows
 
@@ -307,6 +332,7 @@ _SDK = _row(
     XComArg="tradewind.xcom_arg:XComArg",
     Context="tradewind.context:Context",
     BaseHook="tradewind.hooks:BaseHook",
+    BaseBranchOperator=f"{_TW_STD}.branch:BaseBranchOperator",
     TaskInstanceState="tradewind.states:TaskInstanceState",
     DagRunState="tradewind.states:DagRunState",
     timezone="tradewind.timezone",

@@ -62,9 +62,9 @@ with DAG(
     report = BashOperator(
         task_id="report",
         bash_command=(
-            "echo 'report for {{ execution_date.strftime(\"%Y-%m-%d\") }} "
+            'echo \'report for {{ execution_date.strftime("%Y-%m-%d") }} '
             "(previous {{ prev_ds }}, next {{ next_ds }}): "
-            "{{ ti.xcom_pull(task_ids=\"summarize\") }}'"
+            '{{ ti.xcom_pull(task_ids="summarize") }}\''
         ),
         trigger_rule="none_failed_or_skipped",
     )
