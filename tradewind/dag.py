@@ -233,6 +233,8 @@ def _task_structure(task: Task) -> dict[str, Any]:
         "doc_md": options.doc_md,
         "outlets": outlets_structure(options.outlets),
         **control_flow_structure(task),
+        # What an operator adds for the store (an ExternalTaskMarker's target): others add nothing.
+        **getattr(task.operator, "extra_structure", dict)(),
     }
 
 
