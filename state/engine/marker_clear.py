@@ -4,8 +4,8 @@ A marker task names a task of another DAG and a logical date (a template, render
 marker's run, ``tradewind/standard/external_task.py``). When a clear selects a marker, the run
 of the other DAG at that logical date has the marked task and everything downstream of it
 cleared too, and a marker among those leads on. As in Airflow, the first marker met sets how
-deep the clear may go (its ``recursion_depth``); a clear that would go deeper is refused whole,
-which also stops two DAGs that mark each other.
+deep the clear may go (its ``recursion_depth``); a clear that would go deeper is refused whole.
+Two DAGs that mark each other end on their own: a task already cleared is not cleared again.
 """
 
 from __future__ import annotations
