@@ -1,0 +1,82 @@
+"""The supervisor's answers to the cross-DAG requests, through the request table (``handle``),
+on a migrated SQLite store: a run triggered (or refused in one line), states read back."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.state.harness import Home, tradewind_home
+from worker import wire as p
+from worker.supervisor.requests import handle
+
+WHEN = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+
+DAGS = """
+from tradewind import DAG, Param, task
+
+
+@task
+def work():
+    pass
+
+
+with DAG("target", params={"x": Param(0, type="integer")}):
+    work()
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
+    with tradewind_home(tmp_path, monkeypatch) as made:
+        made.write_dag(DAGS)
+        made.sync()
+        yield made
+
+
+def ask(home: Home, request: p.Message) -> Any:
+    # The cross-DAG handlers read only the store's URL and the settings of the try.
+    ctx: Any = SimpleNamespace(url=home.url, settings=home.settings, fence=SimpleNamespace(ti_id=1))
+    request.id = 9
+    reply = handle(ctx, request)
+    assert reply is not None and reply.id == 9
+    return reply
+
+
+def test_a_triggered_run_is_created_once_then_exists_then_is_cleared(home: Home) -> None:
+    trigger = p.TriggerDagRun(dag_id="target", run_id="r1", conf={"x": 2}, logical_date=WHEN)
+    assert ask(home, trigger) == p.TriggerDagRunResult(id=9, run_id="r1", outcome="created")
+    assert ask(home, trigger).outcome == "exists"
+    reset = trigger.model_copy(update={"reset_dag_run": True})
+    assert ask(home, reset).outcome == "cleared"
+
+    assert ask(home, p.GetDagRunState(dag_id="target", run_id="r1")).state == "queued"
+    assert ask(home, p.GetDagRunState(dag_id="target", run_id="r2")).state is None
+    assert ask(home, p.GetDagRunStates(dag_id="target", logical_dates=[WHEN])).states == ["queued"]
+    states = ask(
+        home, p.GetTaskInstanceStates(dag_id="target", logical_dates=[WHEN], task_ids=["work"])
+    )
+    assert states.task_instances == [("r1", "work", -1, "none")]
+
+
+def test_a_bad_conf_or_an_unknown_dag_is_one_error_line(home: Home) -> None:
+    bad = ask(home, p.TriggerDagRun(dag_id="target", run_id="r1", conf={"x": "two"}))
+    assert isinstance(bad, p.ErrorResponse)
+    assert bad.error == "DAG 'target': param 'x': 'two' is not of type 'integer'"
+    unknown = ask(home, p.TriggerDagRun(dag_id="nope", run_id="r1"))
+    assert unknown.error == "no DAG named 'nope': see `tradewind dags list`"
+    assert ask(home, p.GetDagRunState(dag_id="target", run_id="r1")).state is None
+
+
+def test_a_dag_s_tasks_are_listed_for_check_existence(home: Home) -> None:
+    assert ask(home, p.GetDagTasks(dag_id="target")) == p.DagTasksResult(
+        id=9, found=True, task_ids=["work"], group_ids=[]
+    )
+    assert ask(home, p.GetDagTasks(dag_id="nope")).found is False
+    missing = p.GetTaskInstanceStates(dag_id="nope", logical_dates=[WHEN], task_group_id="g")
+    assert ask(home, missing).task_instances == []
