@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -121,10 +122,20 @@ def group_task_ids(session: Session, dag_id: str, group_id: str) -> list[str]:
     ]
 
 
-def dag_tasks_and_groups(session: Session, dag_id: str) -> tuple[list[str], list[str]] | None:
-    """The task and group ids of ``dag_id``; None when no such DAG is known."""
+def dag_tasks_and_groups(session: Session, dag_id: str) -> DagTasks | None:
+    """The task and group ids of ``dag_id`` and whether it is paused; None when it is unknown."""
     try:
-        structure = structure_of(get_dag_model(session, dag_id))
+        model = get_dag_model(session, dag_id)
     except LookupError:
         return None
-    return list(structure.tasks), list(structure.groups)
+    structure = structure_of(model)
+    return DagTasks(list(structure.tasks), list(structure.groups), bool(model.is_paused))
+
+
+@dataclass(frozen=True)
+class DagTasks:
+    """What ``check_existence`` and ``fail_when_dag_is_paused`` read of another DAG."""
+
+    task_ids: list[str]
+    group_ids: list[str]
+    is_paused: bool

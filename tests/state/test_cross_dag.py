@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from state.core.db import session_scope
 from state.core.models import DagRun, TaskInstance
 from state.engine.cross_dag import (
+    DagTasks,
     Purgers,
     dag_tasks_and_groups,
     run_state,
@@ -149,7 +150,8 @@ def test_states_are_found_by_logical_date(synced: Home) -> None:
 
 def test_a_dag_s_tasks_and_groups_are_known_or_none(synced: Home) -> None:
     with session_scope(synced.url) as session:
-        assert dag_tasks_and_groups(session, "target") == (["g.a", "g.b", "c"], ["g"])
+        known = dag_tasks_and_groups(session, "target")
+        assert known == DagTasks(["g.a", "g.b", "c"], ["g"], is_paused=False)
         assert dag_tasks_and_groups(session, "nope") is None
 
 

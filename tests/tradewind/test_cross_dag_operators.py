@@ -11,6 +11,7 @@ import pytest
 
 from tradewind import DAG
 from tradewind.exceptions import DagDefinitionError, SkipTask
+from tradewind.spellings import Airflow2Spelling
 from tradewind.standard.external_task import (
     ExternalTaskFailedError,
     ExternalTaskMarker,
@@ -19,6 +20,7 @@ from tradewind.standard.external_task import (
     render_marker,
 )
 from tradewind.standard.trigger_dagrun import (
+    DagIsPaused,
     DagRunAlreadyExists,
     TriggerDagRunOperator,
     TriggeredRunFailed,
@@ -37,7 +39,7 @@ class FakeClient:
     run_states: list[str | None] = field(default_factory=list)
     dag_states: list[str] = field(default_factory=list)
     task_instances: list[tuple[str, str, int, str]] = field(default_factory=list)
-    dag_tasks: tuple[list[str], list[str]] | None = (["a", "b"], ["g"])
+    dag_tasks: tuple[list[str], list[str], bool] | None = (["a", "b"], ["g"], False)
     asked: list[tuple[Any, ...]] = field(default_factory=list)
 
     def trigger_dag_run(self, *args: Any) -> str:
@@ -55,7 +57,7 @@ class FakeClient:
         self.asked.append(("ti_states", *args))
         return self.task_instances
 
-    def get_dag_tasks(self, dag_id: str) -> tuple[list[str], list[str]] | None:
+    def get_dag_tasks(self, dag_id: str) -> tuple[list[str], list[str], bool] | None:
         return self.dag_tasks
 
 
@@ -104,6 +106,21 @@ def test_a_run_that_exists_fails_the_trigger_or_skips_it_when_asked() -> None:
     with pytest.raises(SkipTask, match="skip_when_already_exists"):
         skipping = trigger(trigger_run_id="r", skip_when_already_exists=True)
         skipping.execute(context_of(FakeClient(outcome="exists")))
+
+
+def test_fail_when_dag_is_paused_fails_before_triggering() -> None:
+    client = FakeClient(dag_tasks=([], [], True))
+    with pytest.raises(DagIsPaused, match="DAG target is paused"):
+        trigger(fail_when_dag_is_paused=True).execute(context_of(client))
+    assert client.asked == []
+    running = FakeClient()
+    trigger(fail_when_dag_is_paused=True).execute(context_of(running))
+    assert running.asked[0][0] == "trigger"
+
+
+def test_the_deprecated_poll_interval_is_the_poke_interval() -> None:
+    with pytest.warns(Airflow2Spelling, match="poke_interval"):
+        assert sensor(poll_interval=7).poke_interval == 7
 
 
 def test_waiting_ends_on_an_allowed_state_and_fails_on_a_failed_one() -> None:

@@ -75,7 +75,7 @@ def test_a_bad_conf_or_an_unknown_dag_is_one_error_line(home: Home) -> None:
 
 def test_a_dag_s_tasks_are_listed_for_check_existence(home: Home) -> None:
     assert ask(home, p.GetDagTasks(dag_id="target")) == p.DagTasksResult(
-        id=9, found=True, task_ids=["work"], group_ids=[]
+        id=9, found=True, task_ids=["work"], group_ids=[], is_paused=False
     )
     assert ask(home, p.GetDagTasks(dag_id="nope")).found is False
     missing = p.GetTaskInstanceStates(dag_id="nope", logical_dates=[WHEN], task_group_id="g")

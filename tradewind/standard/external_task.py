@@ -85,6 +85,9 @@ class ExternalTaskSensor(BaseSensorOperator):
         deferrable: bool = False,
         **kwargs: Any,
     ) -> None:
+        if "poll_interval" in kwargs:  # the provider's deprecated name, still accepted there
+            airflow2_spelling("ExternalTaskSensor(poll_interval=...)", "poke_interval")
+            kwargs.setdefault("poke_interval", kwargs.pop("poll_interval"))
         super().__init__(**kwargs)
         where = f"ExternalTaskSensor {self.task_id}"
         refuse_deferrable(where, deferrable)
@@ -171,7 +174,7 @@ class ExternalTaskSensor(BaseSensorOperator):
             raise ExternalTaskNotFoundError(
                 f"the external DAG {self.external_dag_id} does not exist"
             )
-        task_ids, group_ids = known
+        task_ids, group_ids, _paused = known
         for task_id in self.external_task_ids or ():
             if task_id not in task_ids:
                 raise ExternalTaskNotFoundError(

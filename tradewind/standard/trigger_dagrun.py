@@ -52,11 +52,15 @@ class CrossDagClient(Protocol):
         task_group_id: str | None,
     ) -> list[tuple[str, str, int, str]]: ...
 
-    def get_dag_tasks(self, dag_id: str) -> tuple[list[str], list[str]] | None: ...
+    def get_dag_tasks(self, dag_id: str) -> tuple[list[str], list[str], bool] | None: ...
 
 
 class DagRunAlreadyExists(TradewindError):
     """The run to trigger exists already (and neither reset nor skip was asked for)."""
+
+
+class DagIsPaused(TradewindError):
+    """``fail_when_dag_is_paused``: the DAG to trigger is paused."""
 
 
 class TriggeredRunFailed(TradewindError):
@@ -114,7 +118,9 @@ class TriggerDagRunOperator(BaseOperator):
         allowed_states: Iterable[str] | None = None,
         failed_states: Iterable[str] | None = None,
         skip_when_already_exists: bool = False,
+        fail_when_dag_is_paused: bool = False,
         deferrable: bool = False,
+        openlineage_inject_parent_info: bool = True,
         **kwargs: Any,
     ) -> None:
         if "execution_date" in kwargs:
@@ -140,6 +146,9 @@ class TriggerDagRunOperator(BaseOperator):
         self.allowed_states = dag_run_states(where, "allowed_states", allowed_states, "success")
         self.failed_states = dag_run_states(where, "failed_states", failed_states, "failed")
         self.skip_when_already_exists = skip_when_already_exists
+        self.fail_when_dag_is_paused = fail_when_dag_is_paused
+        # Only acted on where OpenLineage runs, as in Airflow without it: Tradewind has none.
+        self.openlineage_inject_parent_info = openlineage_inject_parent_info
 
     def execute(self, context: dict[str, Any]) -> None:
         client = cross_dag_client(context)
@@ -147,6 +156,8 @@ class TriggerDagRunOperator(BaseOperator):
         run_id = str(self.trigger_run_id or f"manual__{logical_date.isoformat()}")
         self.trigger_run_id = run_id  # as Airflow leaves it, for whoever reads the operator
         conf = run_conf(self.conf, self.task_id)
+        if self.fail_when_dag_is_paused:
+            self._refuse_paused(client)
         outcome = client.trigger_dag_run(
             self.trigger_dag_id, run_id, conf, logical_date, self.reset_dag_run
         )
@@ -161,6 +172,11 @@ class TriggerDagRunOperator(BaseOperator):
         context["ti"].xcom_push(XCOM_RUN_ID, run_id)
         if self.wait_for_completion:
             self._wait(client, run_id)
+
+    def _refuse_paused(self, client: CrossDagClient) -> None:
+        known = client.get_dag_tasks(self.trigger_dag_id)
+        if known is not None and known[2]:
+            raise DagIsPaused(f"DAG {self.trigger_dag_id} is paused (fail_when_dag_is_paused)")
 
     def _wait(self, client: CrossDagClient, run_id: str) -> None:
         """Ask for the run's state every ``poke_interval`` until it is allowed or failed."""

@@ -92,4 +92,6 @@ def get_dag_tasks(ctx: TryContext, request: p.GetDagTasks) -> p.Message:
         known = dag_tasks_and_groups(session, request.dag_id)
     if known is None:
         return p.DagTasksResult(found=False)
-    return p.DagTasksResult(found=True, task_ids=known[0], group_ids=known[1])
+    return p.DagTasksResult(
+        found=True, task_ids=known.task_ids, group_ids=known.group_ids, is_paused=known.is_paused
+    )

@@ -65,7 +65,8 @@ class CrossDagRequests:
         assert isinstance(reply, p.TaskInstanceStatesResult)
         return reply.task_instances
 
-    def get_dag_tasks(self, dag_id: str) -> tuple[list[str], list[str]] | None:
+    def get_dag_tasks(self, dag_id: str) -> tuple[list[str], list[str], bool] | None:
+        """``(task ids, group ids, is paused)`` of ``dag_id``; None when it is unknown."""
         reply = self.request(p.GetDagTasks(dag_id=dag_id))
         assert isinstance(reply, p.DagTasksResult)
-        return (reply.task_ids, reply.group_ids) if reply.found else None
+        return (reply.task_ids, reply.group_ids, reply.is_paused) if reply.found else None

@@ -321,6 +321,7 @@ class DagTasksResult(Message):
     found: bool
     task_ids: list[str] = Field(default_factory=list)
     group_ids: list[str] = Field(default_factory=list)
+    is_paused: bool = False
 
 
 class OKResponse(Message):
