@@ -1,7 +1,7 @@
-"""``dags test`` of a DAG with the cross-DAG operators: the run a trigger creates is driven in
-the same process (no scheduler runs there), so a trigger waiting for it ends; a rescheduled
-``ExternalTaskSensor`` finds it by logical date; ``tasks clear`` of a marker clears the run it
-marks."""
+"""``dags test`` (and ``tasks test``) of a DAG with the cross-DAG operators: the run a trigger
+creates is driven in the same process (no scheduler runs there), so a trigger waiting for it
+ends; a rescheduled ``ExternalTaskSensor`` finds it by logical date; ``tasks clear`` of a marker
+clears the run it marks."""
 
 from __future__ import annotations
 
@@ -70,3 +70,12 @@ def test_dags_test_drives_the_triggered_run_and_a_marker_clears_it(
         run = session.scalars(select(DagRun).where(DagRun.run_id == "c1__target")).one()
         work = session.scalars(select(TaskInstance).where(TaskInstance.run_id == run.run_id)).one()
         assert (str(work.state), work.generation, str(run.state)) == ("none", 1, "queued")
+
+
+def test_tasks_test_of_a_trigger_drives_the_run_it_waits_for(env: CliEnv, run_cli: RunCli) -> None:
+    (Path(env.dags) / "cross.py").write_text(textwrap.dedent(DAGS))
+    done = run_cli("tasks", "test", "controller", "trigger", timeout=180)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "supervisor: try 1 ended success" in output
+    assert "__target: success" in output  # the triggered run's own outcome
