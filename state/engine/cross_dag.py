@@ -23,16 +23,13 @@ from tradewind.params import resolve_params
 TriggerOutcome = Literal["created", "cleared", "exists"]
 
 
+@dataclass(frozen=True)
 class Purgers:
-    """What a clear of an existing run needs to delete the objects of its XComs and state."""
+    """What a reset of an existing run needs to delete the objects of its XComs and state
+    (None: the SQL backends, which keep none); the API's ``Purgers`` are the same pair."""
 
-    def __init__(
-        self,
-        xcoms: Callable[[Sequence[XCom]], None] | None = None,
-        states: Callable[[Sequence[TaskStateValue]], None] | None = None,
-    ) -> None:
-        self.xcoms = xcoms
-        self.states = states
+    xcoms: Callable[[Sequence[XCom]], None] | None = None
+    states: Callable[[Sequence[TaskStateValue]], None] | None = None
 
 
 def trigger_run(

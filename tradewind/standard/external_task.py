@@ -85,10 +85,7 @@ class ExternalTaskSensor(BaseSensorOperator):
         deferrable: bool = False,
         **kwargs: Any,
     ) -> None:
-        if "poll_interval" in kwargs:  # the provider's deprecated name, still accepted there
-            airflow2_spelling("ExternalTaskSensor(poll_interval=...)", "poke_interval")
-            kwargs.setdefault("poke_interval", kwargs.pop("poll_interval"))
-        super().__init__(**kwargs)
+        super().__init__(**_poke_interval_spelled(kwargs))
         where = f"ExternalTaskSensor {self.task_id}"
         refuse_deferrable(where, deferrable)
         self.external_dag_id = external_dag_id
@@ -96,9 +93,7 @@ class ExternalTaskSensor(BaseSensorOperator):
         self.external_task_ids = _task_ids(where, external_task_id, external_task_ids)
         self.external_task_group_id = external_task_group_id
         if self.external_task_ids and external_task_group_id is not None:
-            raise DagDefinitionError(
-                f"{where}: give external_task_id(s) or external_task_group_id, not both"
-            )
+            raise DagDefinitionError(f"{where}: give external_task_id(s) or a group, not both")
         self.allowed_states = list(allowed_states or ["success"])
         self.skipped_states = list(skipped_states or [])
         self.failed_states = list(failed_states or [])
@@ -197,6 +192,15 @@ class ExternalTaskSensor(BaseSensorOperator):
             found = call_with_context(self.execution_date_fn, own, context)
             return [_aware(d) for d in (found if isinstance(found, list | tuple) else [found])]
         return [own]
+
+
+def _poke_interval_spelled(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``poll_interval``, the provider's deprecated name (still accepted there), as
+    ``poke_interval``."""
+    if "poll_interval" in kwargs:
+        airflow2_spelling("ExternalTaskSensor(poll_interval=...)", "poke_interval")
+        kwargs.setdefault("poke_interval", kwargs.pop("poll_interval"))
+    return kwargs
 
 
 def _task_ids(where: str, one: str | None, many: Iterable[str] | None) -> list[str] | None:

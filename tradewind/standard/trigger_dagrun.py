@@ -129,13 +129,7 @@ class TriggerDagRunOperator(BaseOperator):
         super().__init__(**kwargs)
         where = f"TriggerDagRunOperator {self.task_id}"
         refuse_deferrable(where, deferrable)
-        if not isinstance(logical_date, str | dt.datetime | None):
-            raise DagDefinitionError(
-                f"{where}: logical_date must be a datetime, a string or None, "
-                f"not {type(logical_date).__name__}"
-            )
-        if isinstance(poke_interval, bool) or not isinstance(poke_interval, int | float):
-            raise DagDefinitionError(f"{where}: poke_interval must be a number of seconds")
+        _check_types(where, logical_date, poke_interval)
         self.trigger_dag_id = trigger_dag_id
         self.trigger_run_id = trigger_run_id
         self.conf = conf
@@ -191,6 +185,16 @@ class TriggerDagRunOperator(BaseOperator):
             if state in self.allowed_states:
                 print(f"{self.trigger_dag_id} run {run_id} is {state}")
                 return
+
+
+def _check_types(where: str, logical_date: object, poke_interval: object) -> None:
+    if not isinstance(logical_date, str | dt.datetime | None):
+        raise DagDefinitionError(
+            f"{where}: logical_date must be a datetime, a string or None, "
+            f"not {type(logical_date).__name__}"
+        )
+    if isinstance(poke_interval, bool) or not isinstance(poke_interval, int | float):
+        raise DagDefinitionError(f"{where}: poke_interval must be a number of seconds")
 
 
 def parse_logical_date(value: str | dt.datetime | None, task_id: str) -> dt.datetime:
