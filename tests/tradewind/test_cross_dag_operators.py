@@ -13,7 +13,11 @@ from tradewind import DAG
 from tradewind.exceptions import DagDefinitionError, SkipTask
 from tradewind.spellings import Airflow2Spelling
 from tradewind.standard.external_task import (
+    ExternalDagFailedError,
+    ExternalDagNotFoundError,
     ExternalTaskFailedError,
+    ExternalTaskGroupFailedError,
+    ExternalTaskGroupNotFoundError,
     ExternalTaskMarker,
     ExternalTaskNotFoundError,
     ExternalTaskSensor,
@@ -195,6 +199,15 @@ def test_the_sensor_fails_on_failed_states_skips_with_soft_fail_or_skipped_state
         sensor(external_task_id="a", skipped_states=["skipped"]).poke(context_of(skipped))
 
 
+def test_the_failure_is_named_for_what_is_watched() -> None:
+    group = FakeClient(task_instances=[("r", "g.a", -1, "failed")])
+    with pytest.raises(ExternalTaskGroupFailedError, match="task group 'g' of DAG target failed"):
+        sensor(external_task_group_id="g", failed_states=["failed"]).poke(context_of(group))
+    run = FakeClient(dag_states=["failed"])
+    with pytest.raises(ExternalDagFailedError, match="the run of DAG target failed"):
+        sensor(failed_states=["failed"]).poke(context_of(run))
+
+
 def test_the_sensor_on_a_group_wants_every_task_of_it_in_a_state() -> None:
     rows = [("r", "g.a", -1, "success"), ("r", "g.b", -1, "running")]
     assert (
@@ -225,9 +238,9 @@ def test_the_sensor_on_a_dag_watches_its_runs_at_the_dates_asked() -> None:
 def test_check_existence_names_what_is_missing() -> None:
     with pytest.raises(ExternalTaskNotFoundError, match="external task c of DAG target"):
         sensor(external_task_id="c", check_existence=True).poke(context_of(FakeClient()))
-    with pytest.raises(ExternalTaskNotFoundError, match="external DAG target does not exist"):
+    with pytest.raises(ExternalDagNotFoundError, match="external DAG target does not exist"):
         sensor(check_existence=True).poke(context_of(FakeClient(dag_tasks=None)))
-    with pytest.raises(ExternalTaskNotFoundError, match="task group 'h'"):
+    with pytest.raises(ExternalTaskGroupNotFoundError, match="task group 'h'"):
         sensor(external_task_group_id="h", check_existence=True).poke(context_of(FakeClient()))
 
 

@@ -51,12 +51,35 @@ TASK_STATES = frozenset(
 )
 
 
-class ExternalTaskFailedError(TradewindError):
-    """What the sensor watches reached one of its ``failed_states``."""
+class ExternalTaskSensorError(TradewindError):
+    """What an ``ExternalTaskSensor`` fails with (the provider's exceptions, by the same names)."""
 
 
-class ExternalTaskNotFoundError(TradewindError):
-    """``check_existence``: the DAG, task or group the sensor watches does not exist."""
+AirflowExternalTaskSensorException = ExternalTaskSensorError
+
+
+class ExternalDagNotFoundError(ExternalTaskSensorError):
+    """``check_existence``: the DAG the sensor watches does not exist."""
+
+
+class ExternalTaskNotFoundError(ExternalTaskSensorError):
+    """``check_existence``: a task the sensor watches does not exist."""
+
+
+class ExternalTaskGroupNotFoundError(ExternalTaskSensorError):
+    """``check_existence``: the task group the sensor watches does not exist."""
+
+
+class ExternalDagFailedError(ExternalTaskSensorError):
+    """The runs the sensor watches reached one of its ``failed_states``."""
+
+
+class ExternalTaskFailedError(ExternalTaskSensorError):
+    """A task the sensor watches reached one of its ``failed_states``."""
+
+
+class ExternalTaskGroupFailedError(ExternalTaskSensorError):
+    """The task group the sensor watches reached one of its ``failed_states``."""
 
 
 class ExternalTaskSensor(BaseSensorOperator):
@@ -132,12 +155,19 @@ class ExternalTaskSensor(BaseSensorOperator):
             message = f"{self._watched()} of DAG {self.external_dag_id} failed"
             if self.soft_fail:
                 raise SkipTask(f"{message}: skipped (soft_fail)")
-            raise ExternalTaskFailedError(message)
+            raise self._failure()(message)
         if self.skipped_states and self._count(client, dates, self.skipped_states) > 0:
             raise SkipTask(
                 f"{self._watched()} of DAG {self.external_dag_id} reached one of skipped_states"
             )
         return self._count(client, dates, self.allowed_states) == len(dates)
+
+    def _failure(self) -> type[ExternalTaskSensorError]:
+        if self.external_task_ids:
+            return ExternalTaskFailedError
+        if self.external_task_group_id:
+            return ExternalTaskGroupFailedError
+        return ExternalDagFailedError
 
     def _watched(self) -> str:
         if self.external_task_ids:
@@ -166,7 +196,7 @@ class ExternalTaskSensor(BaseSensorOperator):
     def _check_existence(self, client: CrossDagClient) -> None:
         known = client.get_dag_tasks(self.external_dag_id)
         if known is None:
-            raise ExternalTaskNotFoundError(
+            raise ExternalDagNotFoundError(
                 f"the external DAG {self.external_dag_id} does not exist"
             )
         task_ids, group_ids, _paused = known
@@ -177,7 +207,7 @@ class ExternalTaskSensor(BaseSensorOperator):
                 )
         group = self.external_task_group_id
         if group is not None and group not in group_ids:
-            raise ExternalTaskNotFoundError(
+            raise ExternalTaskGroupNotFoundError(
                 f"the external task group {group!r} of DAG {self.external_dag_id} does not exist"
             )
 
