@@ -4,6 +4,7 @@ ask their supervisor (a fake client here) and what they make of the answers."""
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +136,16 @@ def test_waiting_ends_on_an_allowed_state_and_fails_on_a_failed_one() -> None:
     failing = FakeClient(run_states=["running", "failed"])
     with pytest.raises(TriggeredRunFailed, match="ended failed, one of failed_states"):
         trigger(wait_for_completion=True, poke_interval=0).execute(context_of(failing))
+
+
+class RunState(enum.Enum):
+    SUCCESS = "success"
+    FAILED = "failed"
+
+
+def test_states_may_be_given_as_enum_members() -> None:
+    assert trigger(allowed_states=[RunState.FAILED]).allowed_states == ["failed"]
+    assert sensor(failed_states=[RunState.FAILED]).failed_states == ["failed"]
 
 
 def test_failed_states_can_name_success() -> None:

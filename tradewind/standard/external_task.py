@@ -30,6 +30,7 @@ from tradewind.standard.trigger_dagrun import (
     CrossDagClient,
     cross_dag_client,
     refuse_deferrable,
+    state_names,
 )
 
 #: Task instance states an ``ExternalTaskSensor`` on tasks may name.
@@ -117,9 +118,9 @@ class ExternalTaskSensor(BaseSensorOperator):
         self.external_task_group_id = external_task_group_id
         if self.external_task_ids and external_task_group_id is not None:
             raise DagDefinitionError(f"{where}: give external_task_id(s) or a group, not both")
-        self.allowed_states = list(allowed_states or ["success"])
-        self.skipped_states = list(skipped_states or [])
-        self.failed_states = list(failed_states or [])
+        self.allowed_states = state_names(allowed_states or ["success"])
+        self.skipped_states = state_names(skipped_states or [])
+        self.failed_states = state_names(failed_states or [])
         self._check_states(where)
         if execution_delta is not None and execution_date_fn is not None:
             raise DagDefinitionError(

@@ -82,9 +82,14 @@ def refuse_deferrable(where: str, deferrable: bool) -> None:
         )
 
 
+def state_names(given: Iterable[Any]) -> list[str]:
+    """States as their names: strings, or the members of a state enum (``DagRunState.SUCCESS``)."""
+    return [str(getattr(state, "value", state)) for state in given]
+
+
 def dag_run_states(where: str, name: str, given: Iterable[str] | None, default: str) -> list[str]:
     """``allowed_states`` / ``failed_states``, each a DAG run state."""
-    states = [str(state) for state in given] if given is not None else [default]
+    states = state_names(given) if given is not None else [default]
     unknown = sorted(set(states) - DAG_RUN_STATES)
     if unknown:
         raise DagDefinitionError(
