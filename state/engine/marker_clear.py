@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from state.core import DagModel, DagRun, TaskSpec, structure_of
-from tradewind.standard.external_task import MarkerTarget, render_marker
+
+if TYPE_CHECKING:
+    from tradewind.standard.external_task import MarkerTarget
 
 
 class MarkerDepthExceeded(ValueError):
@@ -61,6 +64,9 @@ def marked_clears(
                 f"clearing {run.dag_id}.{task_id} goes deeper than recursion_depth {limit} "
                 "through ExternalTaskMarkers: raise it, or look for DAGs that mark each other"
             )
+        # Imported when a marker is met: most clears meet none, and Jinja comes with it.
+        from tradewind.standard.external_task import render_marker
+
         target = render_marker(marker.model_dump(), _run_values(run), f"{run.dag_id}.{task_id}")
         found += _clears_of(session, target, MarkerHop(hop.depth + 1, limit))
     return found
