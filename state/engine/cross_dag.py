@@ -16,7 +16,15 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from state.core import DagRun, TaskInstance, TaskStateValue, XCom, structure_of
+from state.core import (
+    DagRun,
+    Fence,
+    TaskInstance,
+    TaskStateValue,
+    XCom,
+    assert_fence,
+    structure_of,
+)
 from state.engine.runs import RunExists, clear_task_instances, create_run, get_dag_model
 from tradewind.params import resolve_params
 
@@ -39,12 +47,16 @@ def trigger_run(
     conf: Mapping[str, Any],
     logical_date: dt.datetime | None,
     reset: Purgers | None = None,
+    fence: Fence | None = None,
 ) -> TriggerOutcome:
     """Create the run ``run_id`` of ``dag_id``; with ``reset``, clear it if it exists already.
 
     Raises ``UnknownDag``, and ``ParamValidationError`` for a conf that breaks a param (the
-    check ``tradewind dags trigger`` and the API make before they create a run).
+    check ``tradewind dags trigger`` and the API make before they create a run). ``fence``: the
+    try asking, whose write this is: one given up (a zombie, a clear) creates nothing.
     """
+    if fence is not None:
+        assert_fence(session, fence)
     resolve_params(structure_of(get_dag_model(session, dag_id)), conf)
     interval = (logical_date, logical_date) if logical_date is not None else None
     try:

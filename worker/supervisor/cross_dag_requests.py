@@ -2,8 +2,8 @@
 
 A run is triggered through ``state.engine.trigger_run``: the same check of the conf against the
 DAG's params and the same ``create_run`` as ``tradewind dags trigger``. An unknown DAG or a bad
-conf is one ``ErrorResponse`` line, which fails the try with it. Reads of another DAG's states
-are plain reads: they take no fence, as they write nothing.
+conf is one ``ErrorResponse`` line, which fails the try with it. The trigger is a write of the
+try, fenced by it; reads of another DAG's states take no fence, as they write nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +38,13 @@ def trigger_dag_run(ctx: TryContext, request: p.TriggerDagRun) -> p.Message:
     try:
         with session_scope(ctx.url) as session:
             outcome = trigger_run(
-                session, request.dag_id, request.run_id, request.conf, request.logical_date, reset
+                session,
+                request.dag_id,
+                request.run_id,
+                request.conf,
+                request.logical_date,
+                reset,
+                ctx.fence,
             )
     except UnknownDag as error:
         return p.ErrorResponse(error=str(error))
