@@ -48,7 +48,14 @@ from api.routes import (
 from api.structure import BadConf
 from api.templating import STATIC_DIR, render
 from state.core import BadOrdering, IllegalTransition, NotFound
-from state.engine import BackfillEnded, InvalidBackfill, PoolRefused, RunExists, UnknownDag
+from state.engine import (
+    BackfillEnded,
+    InvalidBackfill,
+    MarkerDepthExceeded,
+    PoolRefused,
+    RunExists,
+    UnknownDag,
+)
 from state.records import BadMark, NoSuchDag, NoSuchUser, UserExists
 from tradewind.settings import Settings
 
@@ -71,6 +78,7 @@ REFUSALS: dict[type[Exception], int] = {
     UserExists: status.HTTP_409_CONFLICT,
     IllegalTransition: status.HTTP_409_CONFLICT,
     BackfillEnded: status.HTTP_409_CONFLICT,
+    MarkerDepthExceeded: status.HTTP_400_BAD_REQUEST,
 }
 
 # Literal paths under a task instance (…/dependencies, …/xcomEntries) before the routers whose

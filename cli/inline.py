@@ -9,6 +9,7 @@ Retries wait in SQL as always; this loop sleeps until the next one is due.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from state.core import (
 from state.engine import Enqueue, RunExists, UnknownDag, create_run, schedule_run_by_pk
 from state.views import get_run, run_waits, task_instance_by_id
 from tradewind.settings import Settings
+from worker.supervisor.cross_dag_requests import RUN_CREATED_HOOKS
 from worker.supervisor.execute import execute
 from worker.supervisor.logs import log_path
 
@@ -53,9 +55,49 @@ def run_inline(
     run_pk, run_id = start_or_resume(url, dag_id, conf, run_id)
     console = make_console()
     console.print(f"testing {dag_id} run {run_id} in this process (no broker)")
-    state = drive(settings, url, run_pk, console, logs)
-    print_outcome(console, url, dag_id, run_id)
+    with TriggeredRuns(settings, url, console, logs):
+        state = drive(settings, url, run_pk, console, logs)
+        print_outcome(console, url, dag_id, run_id)
     return state
+
+
+class TriggeredRuns:
+    """The runs a task triggers (``TriggerDagRunOperator``), each driven here on a thread.
+
+    No scheduler runs under ``dags test``: a triggered run nobody drove would stay queued, and a
+    trigger waiting for its completion would wait forever. Each is driven to its end beside the
+    tested run (the trigger may hold the main thread, polling), and awaited before the command
+    ends, so no try of it is cut off.
+    """
+
+    def __init__(self, settings: Settings, url: str, console: Console, logs: bool) -> None:
+        self._args = (settings, url, console, logs)
+        self._threads: list[threading.Thread] = []
+
+    def __enter__(self) -> TriggeredRuns:
+        RUN_CREATED_HOOKS.append(self.started)
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        RUN_CREATED_HOOKS.remove(self.started)
+        if kind is None:
+            for thread in self._threads:
+                thread.join()
+
+    def started(self, dag_id: str, run_id: str) -> None:
+        """Drive the run ``run_id`` of ``dag_id``, just created (or cleared) by a task."""
+        settings, url, console, logs = self._args
+        with session_scope(url) as session:
+            run_pk = get_run(session, dag_id, run_id).id
+        console.print(f"driving triggered {dag_id} run {run_id} here too")
+
+        def drive_to_end() -> None:
+            drive(settings, url, run_pk, console, logs)
+            print_outcome(console, url, dag_id, run_id)
+
+        thread = threading.Thread(target=drive_to_end, name=f"triggered {dag_id}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
 
 def start_or_resume(

@@ -14,7 +14,7 @@ from typing import Any
 
 from broker_config import message_of
 from cli.common import fail, setup_logging
-from cli.inline import print_try_log, try_error
+from cli.inline import TriggeredRuns, print_try_log, try_error
 from cli.render import make_console, state_text
 from cli.store import check_conf, open_store, sync_folder
 from state.core import (
@@ -41,7 +41,9 @@ def test_task(settings: Settings, dag_id: str, task_id: str, conf: dict[str, Any
     queued, run_pk = queue_alone(url, dag_id, task_id, conf)
     console = make_console()
     console.print(f"testing {dag_id}.{task_id} in run {queued.run_id} (no upstream, no broker)")
-    state = str(execute(message_of(queued), settings, publish=lambda _: None))
+    # A run the task triggers is driven here too: a trigger waiting for it must see it end.
+    with TriggeredRuns(settings, url, console, logs=True):
+        state = str(execute(message_of(queued), settings, publish=lambda _: None))
     line = state_text(state)
     error = try_error(url=settings.sql_url, ti_id=queued.ti_id)
     console.print(f"{task_id} try {queued.try_number}: ", line, f"  {error}" if error else "")

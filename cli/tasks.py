@@ -11,7 +11,7 @@ from cli.common import fail, parse_conf, settings_or_exit
 from cli.logs import follow_log, resolve_log
 from cli.store import get_run, open_store
 from state.core import session_scope, structure_of
-from state.engine import UnknownDag, clear_task_instances
+from state.engine import MarkerDepthExceeded, UnknownDag, clear_task_instances
 from state.views import get_dag
 from tradewind.settings import SettingsError
 from worker.state_store.purge import state_purger
@@ -66,7 +66,7 @@ def clear(
             count = clear_task_instances(
                 session, run, task_ids or None, keep_state, purge, purge_states
             )
-        except (UnknownDag, XComBackendError) as error:
+        except (UnknownDag, XComBackendError, MarkerDepthExceeded) as error:
             fail(str(error))
     noun = "task instance" if count == 1 else "task instances"
     typer.echo(f"cleared {count} {noun} of {dag_id} run {run_id}")

@@ -242,6 +242,8 @@ def _task_structure(task: Task) -> dict[str, Any]:
         "doc_md": task_doc_md(options),
         "outlets": outlets_structure(options.outlets),
         **control_flow_structure(task),
+        # What an operator adds for the store (an ExternalTaskMarker's target): others add nothing.
+        **getattr(task.operator, "extra_structure", dict)(),
     }
 
 

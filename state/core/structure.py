@@ -53,6 +53,16 @@ class MappingSpec(_Frozen):
         return self.kind == "expand" or self.batch_size is not None
 
 
+class MarkerSpec(_Frozen):
+    """An ``ExternalTaskMarker``'s target: a task of another DAG, at a logical date (templates,
+    rendered with the marker's run when a clear reaches it: ``state.engine.marker_clear``)."""
+
+    external_dag_id: str
+    external_task_id: str
+    logical_date: str
+    recursion_depth: int = 10
+
+
 class TaskSpec(_Frozen):
     """One task of the structure: its place in the graph and the options the store acts on."""
 
@@ -84,6 +94,7 @@ class TaskSpec(_Frozen):
     is_setup: bool = False
     is_teardown: bool = False
     on_failure_fail_dagrun: bool = False
+    external_marker: MarkerSpec | None = None
 
     @property
     def decides_run(self) -> bool:

@@ -25,6 +25,14 @@ if TYPE_CHECKING:
         plan_backfill,
         set_paused,
     )
+    from state.engine.cross_dag import (
+        Purgers,
+        dag_tasks_and_groups,
+        run_state,
+        run_states_at,
+        task_states_at,
+        trigger_run,
+    )
     from state.engine.liveness import (
         dag_tasks,
         fail_queued,
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
         give_up_try,
         resend_queued,
     )
+    from state.engine.marker_clear import MarkerDepthExceeded
     from state.engine.outcomes import Failed, Outcome, Rescheduled, Skipped, Succeeded
     from state.engine.pools import (
         PoolRefused,
@@ -61,6 +70,13 @@ if TYPE_CHECKING:
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
 _MODULE_OF = {
+    "Purgers": "cross_dag",
+    "dag_tasks_and_groups": "cross_dag",
+    "run_state": "cross_dag",
+    "run_states_at": "cross_dag",
+    "task_states_at": "cross_dag",
+    "trigger_run": "cross_dag",
+    "MarkerDepthExceeded": "marker_clear",
     "BackfillEnded": "backfills",
     "BackfillRequest": "backfills",
     "BackfillView": "backfills",
@@ -115,8 +131,10 @@ __all__ = [
     "Failed",
     "HeldTry",
     "InvalidBackfill",
+    "MarkerDepthExceeded",
     "Outcome",
     "PoolRefused",
+    "Purgers",
     "Rescheduled",
     "RunExists",
     "RunWakeups",
@@ -130,6 +148,7 @@ __all__ = [
     "create_backfill",
     "create_run",
     "dag_tasks",
+    "dag_tasks_and_groups",
     "decide",
     "delete_pool",
     "ensure_pool",
@@ -146,9 +165,13 @@ __all__ = [
     "queue_task_alone",
     "record",
     "resend_queued",
+    "run_state",
+    "run_states_at",
     "schedule_run_by_pk",
     "set_paused",
     "set_pool",
+    "task_states_at",
+    "trigger_run",
     "try_schedule_run",
 ]
 

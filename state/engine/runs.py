@@ -30,6 +30,7 @@ from state.core import (
     transition_tis,
     utcnow,
 )
+from state.engine.marker_clear import MarkerHop, marked_clears
 from state.engine.run_wake import notify_run_created
 from state.records import refers_to_object
 
@@ -150,6 +151,7 @@ def clear_task_instances(
     keep_state: bool = False,
     purge_xcoms: Callable[[Sequence[XCom]], None] | None = None,
     purge_states: Callable[[Sequence[TaskStateValue]], None] | None = None,
+    hop: MarkerHop | None = None,
 ) -> int:
     """Reset task instances for another run: a new generation, XComs (and state) discarded.
 
@@ -157,7 +159,8 @@ def clear_task_instances(
     ``purge_xcoms`` is given the XCom rows about to be deleted, so a backend that keeps values
     elsewhere deletes them too (``worker.xcom.xcom_purger``); ``purge_states`` likewise gets the
     discarded state rows that refer to objects (``worker.state_store.state_purger``). If either
-    raises, nothing is cleared.
+    raises, nothing is cleared. An ``ExternalTaskMarker`` cleared clears what it marks in its
+    DAG's run too (``state.engine.marker_clear``; ``hop``: how deep that clear already is).
     """
     tasks = structure_of(get_dag_model(session, run.dag_id)).tasks
     query = select(TaskInstance).where(
@@ -188,6 +191,11 @@ def clear_task_instances(
     if cleared and run.state in (DagRunState.SUCCESS, DagRunState.FAILED):
         values = {"end_date": None}
         transition_run(session, run.id, [DagRunState(run.state)], DagRunState.QUEUED, values)
+    marked = [ti.task_id for ti in tis]
+    for other in marked_clears(session, run, tasks, marked, hop or MarkerHop()):
+        cleared += clear_task_instances(
+            session, other.run, other.task_ids, keep_state, purge_xcoms, purge_states, other.hop
+        )
     return cleared
 
 

@@ -48,6 +48,8 @@ class TryContext:
     background: Background = field(default_factory=Background)
     outcome: Outcome | None = None
     lost: bool = False
+    # The worker's settings, for a request that needs more than the store (a run's reset).
+    settings: Settings | None = None
     _later: list[p.Message] = field(default_factory=list, init=False, repr=False)
 
     @classmethod
@@ -66,6 +68,7 @@ class TryContext:
             log,
             max_value_bytes=settings.state_store_max_value_bytes,
             xcoms=prepare_xcoms(held, task, settings, log),
+            settings=settings,
         )
 
     def reply_later(self, request: p.Message, produce: Callable[[], p.Message | None]) -> None:

@@ -35,6 +35,7 @@ from tradewind.templates import render_arguments
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
 from worker import wire as p
 from worker.process import set_signal_handler
+from worker.task_runner.cross_dag import CrossDagRequests
 from worker.task_runner.lookups import connection_of, variable_of
 from worker.task_runner.mapping import (
     check_mappable,
@@ -53,7 +54,7 @@ class RequestFailed(RuntimeError):
     """The supervisor answered a request with ``ErrorResponse``."""
 
 
-class Client:
+class Client(CrossDagRequests):
     """Blocking request/reply over the comms socket; safe to share between threads."""
 
     def __init__(self, comms: socket.socket) -> None:

@@ -144,6 +144,52 @@ class DeleteAssetStateValue(Message):
     key: str | None = None
 
 
+# Cross-DAG requests of the standard provider's operators (tradewind/standard/): the task
+# never reads another DAG's rows itself, it asks.
+class TriggerDagRun(Message):
+    """Create a run of ``dag_id`` as ``tradewind dags trigger`` does (its conf checked)."""
+
+    type: Literal["TriggerDagRun"] = "TriggerDagRun"
+    dag_id: str
+    run_id: str
+    conf: dict[str, Any] = Field(default_factory=dict)
+    logical_date: dt.datetime | None = None
+    # The run exists already: clear it to run again, instead of answering ``exists``.
+    reset_dag_run: bool = False
+
+
+class GetDagRunState(Message):
+    type: Literal["GetDagRunState"] = "GetDagRunState"
+    dag_id: str
+    run_id: str
+
+
+class GetDagRunStates(Message):
+    """The states of ``dag_id``'s runs at these logical dates (an ``ExternalTaskSensor``)."""
+
+    type: Literal["GetDagRunStates"] = "GetDagRunStates"
+    dag_id: str
+    logical_dates: list[dt.datetime]
+
+
+class GetTaskInstanceStates(Message):
+    """The states of some task instances of ``dag_id``'s runs at these logical dates: those of
+    ``task_ids``, or of the tasks inside ``task_group_id``."""
+
+    type: Literal["GetTaskInstanceStates"] = "GetTaskInstanceStates"
+    dag_id: str
+    logical_dates: list[dt.datetime]
+    task_ids: list[str] | None = None
+    task_group_id: str | None = None
+
+
+class GetDagTasks(Message):
+    """Whether ``dag_id`` is known, and its task and group ids (``check_existence``)."""
+
+    type: Literal["GetDagTasks"] = "GetDagTasks"
+    dag_id: str
+
+
 class SucceedTask(Message):
     type: Literal["SucceedTask"] = "SucceedTask"
     # What the task set on its outlets (tradewind/asset_events.py): extras, alias resolutions.
@@ -246,6 +292,38 @@ class AssetEventsResult(Message):
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class TriggerDagRunResult(Message):
+    type: Literal["TriggerDagRunResult"] = "TriggerDagRunResult"
+    run_id: str
+    # "created"; "cleared" (it existed, reset_dag_run); "exists" (it existed, left alone).
+    outcome: Literal["created", "cleared", "exists"]
+
+
+class DagRunStateResult(Message):
+    type: Literal["DagRunStateResult"] = "DagRunStateResult"
+    # None: no such run.
+    state: str | None = None
+
+
+class DagRunStatesResult(Message):
+    type: Literal["DagRunStatesResult"] = "DagRunStatesResult"
+    states: list[str] = Field(default_factory=list)
+
+
+class TaskInstanceStatesResult(Message):
+    type: Literal["TaskInstanceStatesResult"] = "TaskInstanceStatesResult"
+    # (run_id, task_id, map_index, state) per task instance found.
+    task_instances: list[tuple[str, str, int, str]] = Field(default_factory=list)
+
+
+class DagTasksResult(Message):
+    type: Literal["DagTasksResult"] = "DagTasksResult"
+    found: bool
+    task_ids: list[str] = Field(default_factory=list)
+    group_ids: list[str] = Field(default_factory=list)
+    is_paused: bool = False
+
+
 class OKResponse(Message):
     type: Literal["OKResponse"] = "OKResponse"
 
@@ -275,6 +353,11 @@ ToSupervisor = Annotated[
     | GetAssetStateValue
     | SetAssetStateValue
     | DeleteAssetStateValue
+    | TriggerDagRun
+    | GetDagRunState
+    | GetDagRunStates
+    | GetTaskInstanceStates
+    | GetDagTasks
     | SucceedTask
     | FailTask
     | SkipTask
@@ -289,6 +372,11 @@ ToTask = Annotated[
     | ConnectionResult
     | VariableResult
     | AssetEventsResult
+    | TriggerDagRunResult
+    | DagRunStateResult
+    | DagRunStatesResult
+    | TaskInstanceStatesResult
+    | DagTasksResult
     | OKResponse
     | ErrorResponse,
     Field(discriminator="type"),
