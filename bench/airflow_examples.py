@@ -56,6 +56,8 @@ CONF = {"example_params_ui_tutorial": {"required_field": "a value of 10 to 30 ch
 NOT_RUN = {
     "example_retry_policy": "its task calls https://api.example.com",
     "tutorial_objectstorage": "its tasks call an air quality API and write to S3",
+    "example_dag_decorator": "its task calls https://httpbingo.org (with httpx, which Airflow "
+    "installs and Tradewind does not)",
     "example_kubernetes_executor": "pod overrides for Airflow's Kubernetes executor",
     "example_local_kubernetes_executor": "pod overrides for Airflow's Kubernetes executor",
 }

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tradewind.context import get_current_context
@@ -127,9 +127,37 @@ def bash(
     process = check_processor("@task.bash", output_processor)
 
     def decorate(function: Callable[..., Any]) -> TaskDecorator:
-        return TaskDecorator(_running(function, how, process), parsed, options)
+        return BashDecorator(function, how, process, parsed, options)
 
     return decorate(python_callable) if python_callable is not None else decorate
+
+
+#: What ``.override()`` of a ``@task.bash`` may change besides the task options.
+_BASH_FIELDS = frozenset({"env", "append_env", "cwd", "skip_on_exit_code", "output_encoding"})
+
+
+class BashDecorator(TaskDecorator):
+    """A ``@task.bash`` function: ``.override(env=..., cwd=...)`` changes how it runs too."""
+
+    def __init__(
+        self,
+        command: Callable[..., Any],
+        how: BashOptions,
+        process: Callable[[Any], Any],
+        options: Any,
+        explicit: Any,
+    ) -> None:
+        super().__init__(_running(command, how, process), options, explicit)
+        self.command, self.how, self.process = command, how, process
+
+    def override(self, **changes: Any) -> TaskDecorator:
+        ours = {k: changes.pop(k) for k in list(changes) if k in _BASH_FIELDS}
+        if "skip_on_exit_code" in ours:
+            ours["skip_on_exit_code"] = skip_codes(ours["skip_on_exit_code"])
+        process = check_processor("@task.bash", changes.pop("output_processor", self.process))
+        plain = super().override(**changes)
+        how = replace(self.how, **ours)
+        return BashDecorator(self.command, how, process, plain.options, plain.explicit)
 
 
 def check_processor(where: str, processor: Any) -> Callable[[Any], Any]:

@@ -10,7 +10,7 @@ branch task with one line naming it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from tradewind.exceptions import DagDefinitionError
@@ -72,8 +72,12 @@ class ChoosingDecorator(TaskDecorator):
         self.choice = choice
 
     def override(self, **changes: Any) -> TaskDecorator:
+        choice = self.choice
+        if "ignore_downstream_trigger_rules" in changes and choice.kind == "short_circuit":
+            ignore = bool(changes.pop("ignore_downstream_trigger_rules"))
+            choice = replace(choice, ignore_downstream_trigger_rules=ignore)
         plain = super().override(**changes)
-        return ChoosingDecorator(plain.function, plain.options, plain.explicit, self.choice)
+        return ChoosingDecorator(plain.function, plain.options, plain.explicit, choice)
 
     def _add_task(self, args: tuple[Any, ...], kwargs: dict[str, Any], mapping: Any = None) -> Task:
         added = super()._add_task(args, kwargs, mapping)

@@ -52,6 +52,10 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
         if type(self).execute is BaseOperator.execute:
             raise DagDefinitionError(f"{type(self).__name__} must define execute(self, context)")
         self.task_id = task_id
+        # ``dag=dag``: the DAG to join when made outside its ``with`` block, as Airflow 2 files do.
+        self._dag = options.pop("dag", None)
+        self._pre_execute = _callable_or_none(options.pop("pre_execute", None), "pre_execute")
+        self._post_execute = _callable_or_none(options.pop("post_execute", None), "post_execute")
         self._explicit = frozenset(options)
         self._options = task_options(f"{type(self).__name__} {task_id}", options)
         self._task: Task | None = None
@@ -60,7 +64,7 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
         raise NotImplementedError(f"{type(self).__name__} must define execute(self, context)")
 
     def _join_dag(self) -> None:
-        dag = current_dag()
+        dag = current_dag() if self._dag is None else self._dag
         if dag is None:
             raise DagDefinitionError(f"operator {self.task_id} made outside a DAG")
         # Its fields would not pick the map index's item: only TaskFlow tasks map in a group.
@@ -72,6 +76,27 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
         for name in self.template_fields:
             for upstream in find_xcom_args(getattr(self, name, None)):
                 self._task.set_upstream(upstream.task)
+
+    # Setup and teardown (tradewind/setup_teardown.py), as on Airflow's operators.
+    def as_setup(self) -> BaseOperator:
+        from tradewind.setup_teardown import as_setup
+
+        return as_setup(self)  # type: ignore[no-any-return]
+
+    def as_teardown(self, setups: Any = None, on_failure_fail_dagrun: bool = False) -> BaseOperator:
+        from tradewind.setup_teardown import as_teardown
+
+        return as_teardown(self, setups, on_failure_fail_dagrun)  # type: ignore[no-any-return]
+
+    def __enter__(self) -> BaseOperator:
+        from tradewind.setup_teardown import enter_scope
+
+        return enter_scope(self)  # type: ignore[no-any-return]
+
+    def __exit__(self, *exc: object) -> None:
+        from tradewind.setup_teardown import exit_scope
+
+        exit_scope(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # ``op.trigger_rule = ...`` / ``op.doc_md = ...`` after the operator is made, as Airflow
@@ -136,11 +161,23 @@ def _given(options: TaskOptions) -> dict[str, Any]:
     return {name: getattr(options, name) for name in _OPTION_NAMES}
 
 
+def _callable_or_none(value: Any, name: str) -> Any:
+    if value is not None and not callable(value):
+        raise DagDefinitionError(f"{name} must be a callable, got {value!r}")
+    return value
+
+
 def run_operator(operator: BaseOperator) -> Any:
-    """The task function of an operator: render its templated fields, then ``execute``."""
+    """The task function of an operator: render its templated fields, then ``execute``, between
+    the ``pre_execute(context)`` and ``post_execute(context, result)`` it was given."""
     context = get_current_context()
     operator.render_template_fields(context)
-    return operator.execute(context)
+    if operator._pre_execute is not None:
+        operator._pre_execute(context)
+    result = operator.execute(context)
+    if operator._post_execute is not None:
+        operator._post_execute(context, result)
+    return result
 
 
 class OperatorPartial:

@@ -71,6 +71,8 @@ _STANDARD: dict[str, dict[str, str]] = {
     },
     "operators.trigger_dagrun": {
         "TriggerDagRunOperator": f"{_TW_STD}.trigger_dagrun:TriggerDagRunOperator",
+        "DagIsPaused": f"{_TW_STD}.trigger_dagrun:DagIsPaused",
+        "XCOM_RUN_ID": f"{_TW_STD}.trigger_dagrun:XCOM_RUN_ID",
     },
     "sensors.bash": {"BashSensor": f"{_TW_STD}.command_sensors:BashSensor"},
     "sensors.python": {"PythonSensor": f"{_TW_STD}.command_sensors:PythonSensor"},
@@ -94,6 +96,18 @@ _STANDARD: dict[str, dict[str, str]] = {
         "ExternalTaskMarker": f"{_TW_STD}.external_task:ExternalTaskMarker",
     },
     "utils.weekday": {"WeekDay": f"{_TW_STD}.weekday:WeekDay"},
+    "exceptions": {
+        name: f"{_TW_STD}.external_task:{name}"
+        for name in (
+            "ExternalDagNotFoundError",
+            "ExternalTaskNotFoundError",
+            "ExternalTaskGroupNotFoundError",
+            "ExternalDagFailedError",
+            "ExternalTaskFailedError",
+            "ExternalTaskGroupFailedError",
+        )
+    }
+    | {"AirflowExternalTaskSensorException": f"{_TW_STD}.external_task:ExternalTaskSensorError"},
     **{
         f"decorators.{module}": {name: f"{_TW_STD}.decorators:{name}"}
         for module, name in (
@@ -237,6 +251,7 @@ _CORE: dict[str, ModuleRow] = {
         EmailOperator="tradewind.standard.email:EmailOperator"
     ),
     "airflow.macros": _row(delegate="tradewind.macros"),
+    "airflow.configuration": _row(conf="tradewind.airflow_config:conf"),
     "airflow.example_dags": _row(),  # the DAGs folder (finder.py)
     "airflow.plugins_manager": _row(AirflowPlugin="tradewind.plugins:AirflowPlugin"),
     "airflow.providers.common.compat.sdk": _row(
