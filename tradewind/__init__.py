@@ -63,6 +63,13 @@ from tradewind.setup_teardown import setup, teardown
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
+from tradewind.timetable_interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
+from tradewind.timetable_simple import AssetOrTimeSchedule, EventsTimetable
+from tradewind.timetable_trigger import (
+    CronTriggerTimetable,
+    DeltaTriggerTimetable,
+    MultipleCronTriggerTimetable,
+)
 from tradewind.trigger_rules import TriggerRule
 from tradewind.unsupported import missing_feature
 
@@ -82,15 +89,21 @@ __all__ = [
     "AssetAlias",
     "AssetAll",
     "AssetAny",
+    "AssetOrTimeSchedule",
     "BaseOperator",
     "BaseSensorOperator",
     "BashOperator",
     "BranchError",
     "Connection",
+    "CronDataIntervalTimetable",
     "CronPartitionTimetable",
+    "CronTriggerTimetable",
     "DagDefinitionError",
     "DayWindow",
+    "DeltaDataIntervalTimetable",
+    "DeltaTriggerTimetable",
     "EdgeModifier",
+    "EventsTimetable",
     "ExceptionRetryPolicy",
     "FailTask",
     "FanOutMapper",
@@ -100,6 +113,7 @@ __all__ = [
     "Metadata",
     "MinimumCount",
     "MonthWindow",
+    "MultipleCronTriggerTimetable",
     "ObjectStoragePath",
     "Param",
     "ParamValidationError",

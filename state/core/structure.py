@@ -138,6 +138,8 @@ class DagStructure(_Frozen):
     partition_mappers: Mapping[str, Any] | None = None
     # A CronPartitionTimetable: each scheduled or backfilled run is the partition of its date.
     partitioned_by_cron: bool = False
+    # A timetable object's stored form (tradewind/timetable_store.py), instead of ``schedule``.
+    timetable: Mapping[str, Any] | None = None
 
     @cached_property
     def memo(self) -> dict[Any, Any]:
