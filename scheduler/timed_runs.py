@@ -78,7 +78,7 @@ def _timetable_dag(dag_id: str, structure: DagStructure) -> list[DueDag]:
 def _schedule_of(schedule: str, structure: DagStructure) -> ScheduleSpec:
     start = structure.start_date
     start_date = dt.datetime.fromisoformat(start) if start else None
-    return ScheduleSpec(schedule, start_date, structure.catchup)
+    return ScheduleSpec(schedule, start_date, structure.catchup, structure.timezone)
 
 
 def create_due_runs(session: Session, due: DueDag, now: dt.datetime) -> list[str]:

@@ -26,7 +26,7 @@ from tradewind.setup_teardown import control_flow_structure
 from tradewind.task import Task, check_default_args
 from tradewind.timetable_base import InvalidTimetable
 from tradewind.timetable_store import split_schedule, timetable_structure
-from tradewind.timetables import InvalidSchedule, parse_schedule
+from tradewind.timetables import InvalidSchedule, parse_schedule, timezone_structure
 
 ScheduleArg = str | dt.timedelta | Any | None
 
@@ -172,6 +172,7 @@ class DAG:
             **self._partition_structure(),
             # Only a DAG scheduled by a timetable object has it: the others keep their hashes.
             **({"timetable": self._timetable} if self._timetable else {}),
+            **timezone_structure(self.schedule, self.start_date),
         }
 
     def _partition_structure(self) -> dict[str, Any]:

@@ -15,8 +15,11 @@ start, as in Airflow; the run is due at ``run_after``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
+
+_Init = TypeVar("_Init", bound=Callable[..., None])
 
 
 class InvalidTimetable(ValueError):
@@ -87,6 +90,8 @@ class Timetable:
     run_ordering: Sequence[str] = ("data_interval_end", "logical_date")
     active_runs_limit: int | None = None
     partitioned: bool = False
+    #: Why the arguments were refused (``refused_at_validate``), said by ``validate``.
+    invalid: str | None = None
 
     @classmethod
     def deserialize(cls, data: dict[str, Any]) -> Timetable:
@@ -99,6 +104,8 @@ class Timetable:
 
     def validate(self) -> None:
         """Raise ``InvalidTimetable`` when the arguments cannot be scheduled on."""
+        if self.invalid is not None:
+            raise InvalidTimetable(self.invalid)
 
     @property
     def summary(self) -> str:
@@ -121,3 +128,17 @@ class Timetable:
     def generate_run_id(self, *, run_type: Any, run_after: dt.datetime, **_: Any) -> str:
         """``<run type>__<run_after>``, as Airflow names a scheduled run."""
         return f"{getattr(run_type, 'value', run_type)}__{run_after.isoformat()}"
+
+
+def refused_at_validate(init: _Init) -> _Init:
+    """A built-in timetable's ``__init__`` whose bad arguments are said by ``validate``: the DAG
+    calls it, so the one line names the DAG (a timetable is built before its DAG is)."""
+
+    @functools.wraps(init)
+    def checked(self: Timetable, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except InvalidTimetable as error:
+            self.invalid = f"{type(self).__name__}: {error}"
+
+    return checked  # type: ignore[return-value]

@@ -15,17 +15,21 @@ from typing import Any
 from dateutil.relativedelta import relativedelta
 
 from tradewind import timetable_base
-from tradewind.timetable_base import DagRunInfo, DataInterval, TimeRestriction, Timetable
+from tradewind.timetable_base import (
+    DagRunInfo,
+    DataInterval,
+    TimeRestriction,
+    Timetable,
+    refused_at_validate,
+)
 from tradewind.timetable_points import (
     CronPoints,
     Delta,
     DeltaPoints,
     decode_delta,
     encode_delta,
-    parse_timezone,
-    timezone_name,
-    timezone_of_name,
 )
+from tradewind.timezones import parse_timezone, timezone_name, timezone_of_name
 
 
 class _DataIntervalTimetable(Timetable):
@@ -70,6 +74,7 @@ class CronDataIntervalTimetable(_DataIntervalTimetable):
 
     points: CronPoints
 
+    @refused_at_validate
     def __init__(self, cron: str, timezone: Any) -> None:
         self.points = CronPoints(cron, parse_timezone(timezone))
         self.description = self.points.expression
@@ -103,6 +108,7 @@ class DeltaDataIntervalTimetable(_DataIntervalTimetable):
 
     points: DeltaPoints
 
+    @refused_at_validate
     def __init__(self, delta: Delta) -> None:
         self.points = DeltaPoints(delta)
         self.description = str(delta)

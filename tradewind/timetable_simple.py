@@ -22,8 +22,9 @@ from tradewind.timetable_base import (
     InvalidTimetable,
     TimeRestriction,
     Timetable,
+    refused_at_validate,
 )
-from tradewind.timetable_points import as_utc
+from tradewind.timezones import as_utc
 
 
 class _TrivialTimetable(Timetable):
@@ -96,6 +97,7 @@ class EventsTimetable(Timetable):
     first event when none has passed), instead of its own moment.
     """
 
+    @refused_at_validate
     def __init__(
         self,
         event_dates: Iterable[dt.datetime],
@@ -169,6 +171,7 @@ class AssetOrTimeSchedule(Timetable):
     """Runs on ``timetable``'s schedule, and when ``assets`` are updated (the asset condition
     given as ``schedule=`` would be: an asset, ``a & b`` / ``a | b``, or a list of assets)."""
 
+    @refused_at_validate
     def __init__(self, *, timetable: Timetable, assets: Any) -> None:
         if not isinstance(timetable, Timetable):
             raise InvalidTimetable(
@@ -182,6 +185,10 @@ class AssetOrTimeSchedule(Timetable):
         self.periodic = timetable.periodic
         self.can_be_scheduled = timetable.can_be_scheduled
         self.active_runs_limit = timetable.active_runs_limit
+
+    def validate(self) -> None:
+        super().validate()
+        self.timetable.validate()
 
     @property
     def summary(self) -> str:

@@ -35,7 +35,6 @@ from tradewind.timetable_base import (
     Timetable,
 )
 from tradewind.timetable_interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
-from tradewind.timetable_points import as_utc
 from tradewind.timetable_simple import (
     AssetOrTimeSchedule,
     ContinuousTimetable,
@@ -48,6 +47,7 @@ from tradewind.timetable_trigger import (
     DeltaTriggerTimetable,
     MultipleCronTriggerTimetable,
 )
+from tradewind.timezones import as_utc
 
 BUILT_IN: dict[str, type[Timetable]] = {
     cls.__name__: cls
@@ -73,6 +73,8 @@ def split_schedule(schedule: Any, max_active_runs: int) -> tuple[Timetable | Non
     if not isinstance(schedule, Timetable):
         return None, schedule
     schedule.validate()
+    if schedule.invalid is not None:  # a subclass's own validate() did not ask the base's
+        raise InvalidTimetable(schedule.invalid)
     limit = schedule.active_runs_limit
     if limit is not None and max_active_runs > limit:
         raise InvalidTimetable(
@@ -87,10 +89,19 @@ def split_schedule(schedule: Any, max_active_runs: int) -> tuple[Timetable | Non
 
 
 def timetable_structure(timetable: Timetable) -> dict[str, Any]:
-    """The stored form of ``timetable`` (JSON values only)."""
+    """The stored form of ``timetable`` (JSON values only), with what the API and the pages
+    show of it (``display``: Airflow's ``timetable_summary`` / ``_description`` / ``_periodic``)."""
+    display = {
+        "summary": timetable.summary,
+        "description": timetable.description,
+        "periodic": timetable.periodic,
+    }
+    return {**_stored(timetable), "display": display}
+
+
+def _stored(timetable: Timetable) -> dict[str, Any]:
     if isinstance(timetable, AssetOrTimeSchedule):
-        inner = timetable_structure(timetable.timetable)
-        return {"type": "AssetOrTimeSchedule", "timetable": inner}
+        return {"type": "AssetOrTimeSchedule", "timetable": _stored(timetable.timetable)}
     cls = type(timetable)
     if BUILT_IN.get(cls.__name__) is cls:
         return {"type": cls.__name__, **timetable.serialize()}
@@ -117,7 +128,7 @@ def rebuild_timetable(stored: Mapping[str, Any]) -> Timetable:
     if kind == "AssetOrTimeSchedule":
         return rebuild_timetable(stored["timetable"])
     if kind != "custom":
-        fields = {key: value for key, value in stored.items() if key != "type"}
+        fields = {key: value for key, value in stored.items() if key not in ("type", "display")}
         return BUILT_IN[kind].deserialize(fields)
     cls = _custom_class(stored["class"], stored["file"])
     return cls.deserialize(dict(stored["data"]))
@@ -171,6 +182,22 @@ def next_run(
     interval = info.data_interval
     plain = DataInterval(as_utc(interval.start), as_utc(interval.end)) if interval else None
     return DagRunInfo(as_utc(info.run_after), plain, info.partition_date, info.partition_key)
+
+
+def intervals_between(
+    timetable: Timetable, start: dt.datetime, end: dt.datetime, most: int
+) -> list[DataInterval]:
+    """The data intervals of the runs ``timetable`` asks for from ``start`` to ``end`` (with
+    catchup, as a backfill asks); ``InvalidTimetable`` past ``most`` of them."""
+    restriction = TimeRestriction(start, end, True)
+    found: list[DataInterval] = []
+    info = next_run(timetable, None, restriction)
+    while info is not None and info.data_interval is not None:
+        if len(found) >= most:
+            raise InvalidTimetable(f"the range holds more than {most} runs")
+        found.append(info.data_interval)
+        info = next_run(timetable, info.data_interval, restriction)
+    return found
 
 
 def _pendulum(moment: Any) -> Any:

@@ -25,6 +25,7 @@ from tradewind.timetable_base import (
     InvalidTimetable,
     TimeRestriction,
     Timetable,
+    refused_at_validate,
 )
 from tradewind.timetable_points import (
     CronPoints,
@@ -32,10 +33,8 @@ from tradewind.timetable_points import (
     DeltaPoints,
     decode_delta,
     encode_delta,
-    parse_timezone,
-    timezone_name,
-    timezone_of_name,
 )
+from tradewind.timezones import parse_timezone, timezone_name, timezone_of_name
 
 _FIVE_MINUTES = dt.timedelta(minutes=5)
 
@@ -80,6 +79,7 @@ class CronTriggerTimetable(_TriggerTimetable):
 
     points: CronPoints
 
+    @refused_at_validate
     def __init__(
         self,
         cron: str,
@@ -133,6 +133,7 @@ class DeltaTriggerTimetable(_TriggerTimetable):
 
     points: DeltaPoints
 
+    @refused_at_validate
     def __init__(self, delta: Delta, *, interval: Delta = dt.timedelta(0)) -> None:
         self.points = DeltaPoints(delta)
         self.interval = _interval(interval)
@@ -156,6 +157,7 @@ class DeltaTriggerTimetable(_TriggerTimetable):
 class MultipleCronTriggerTimetable(Timetable):
     """A run at each point of any of ``crons``; one run for a point several of them share."""
 
+    @refused_at_validate
     def __init__(
         self,
         *crons: str,
@@ -171,6 +173,8 @@ class MultipleCronTriggerTimetable(Timetable):
             )
             for cron in crons
         ]
+        for timetable in self.timetables:
+            timetable.validate()  # the first bad expression's line
         self.description = ", ".join(t.description for t in self.timetables)
 
     @classmethod

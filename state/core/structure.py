@@ -140,6 +140,8 @@ class DagStructure(_Frozen):
     partitioned_by_cron: bool = False
     # A timetable object's stored form (tradewind/timetable_store.py), instead of ``schedule``.
     timetable: Mapping[str, Any] | None = None
+    # The timezone a cron ``schedule`` is read in (the start date's), when not UTC.
+    timezone: str = "UTC"
 
     @cached_property
     def memo(self) -> dict[Any, Any]:

@@ -17,6 +17,7 @@ from scheduler.loop import Scheduler
 from scheduler.timed_runs import create_due_runs, due_dags
 from state.core.db import session_scope
 from state.core.models import DagModel, DagRun, utcnow
+from state.engine.backfills import BackfillRequest, create_backfill
 from state.records.assets import BY_HAND, OutletEvent, record_events
 from tests.state.harness import Home, tradewind_home
 from tradewind import timetable_base
@@ -257,3 +258,17 @@ def test_a_timetable_class_of_the_dag_folder_is_rebuilt_and_run(home: Home) -> N
         finally:
             sys.modules[module] = saved
     assert stored[0]["data"] == {"hour": 6} and stored[1]["file"].endswith("plugins/evens.py")
+
+
+def test_a_backfill_creates_the_runs_the_timetable_asks_for(home: Home) -> None:
+    write_dags(home, hours_ago(30))
+    home.sync()
+    start, end = hours_ago(10), hours_ago(8)
+    with session_scope(home.url) as session:
+        made = create_backfill(session, BackfillRequest("trigger", start, end))
+        create_backfill(session, BackfillRequest("intervals", start, end))
+    assert made.created == [f"backfill__{hours_ago(h).isoformat()}" for h in (10, 9, 8)]
+    trigger = [(r.logical_date, r.data_interval_end) for r in runs_of(home, "trigger")]
+    assert trigger == [(hours_ago(h), hours_ago(h)) for h in (10, 9, 8)]
+    intervals = [(r.logical_date, r.data_interval_end) for r in runs_of(home, "intervals")]
+    assert intervals == [(hours_ago(h), hours_ago(h - 1)) for h in (10, 9, 8)]

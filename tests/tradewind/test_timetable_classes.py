@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from zoneinfo import ZoneInfo
 
 import pytest
 from dateutil.relativedelta import relativedelta
 
 from tradewind import (
+    DAG,
     CronDataIntervalTimetable,
     CronTriggerTimetable,
+    DagDefinitionError,
     DeltaDataIntervalTimetable,
     DeltaTriggerTimetable,
     EventsTimetable,
@@ -245,3 +248,56 @@ def test_continuous_asks_for_the_next_run_at_once(clock: Callable[[dt.datetime],
 def test_once_runs_once_at_start_date(clock: Callable[[dt.datetime], None]) -> None:
     clock(at(5))
     assert runs(OnceTimetable(), at(2), False, at(5)) == ([point(at(2))], None)
+
+
+def test_a_dag_stores_its_timetable_and_refuses_a_bad_one_in_one_line() -> None:
+    built = DAG("tt", schedule=CronTriggerTimetable("@daily", timezone="Asia/Tokyo"))
+    assert built.structure()["timetable"] == {
+        "type": "CronTriggerTimetable",
+        "expression": "0 0 * * *",
+        "timezone": "Asia/Tokyo",
+        "interval": 0.0,
+        "run_immediately": False,
+        "display": {"summary": "0 0 * * *", "description": "0 0 * * *", "periodic": True},
+    }
+    continuous = DAG("cont", schedule="@continuous", max_active_runs=1).structure()
+    assert continuous["timetable"]["type"] == "ContinuousTimetable"
+    assert continuous["timetable"]["display"]["summary"] == "@continuous"
+    refused = {
+        "continuous": lambda: DAG("c", schedule="@continuous"),
+        "cron": lambda: DAG("b", schedule=CronTriggerTimetable("61 * * * *", timezone="UTC")),
+        "zone": lambda: DAG("z", schedule=CronDataIntervalTimetable("@daily", "Mars/Olympus")),
+        "json": lambda: DAG("j", schedule=Unstorable()),
+    }
+    lines = {}
+    for name, build in refused.items():
+        with pytest.raises(DagDefinitionError) as raised:
+            build()
+        lines[name] = str(raised.value)
+    assert lines == {
+        "continuous": "DAG c: schedule '@continuous' runs one run at a time: "
+        "set max_active_runs=1 (got 16)",
+        "cron": "DAG b: CronTriggerTimetable: invalid cron expression '61 * * * *' (five fields)",
+        "zone": "DAG z: CronDataIntervalTimetable: unknown timezone 'Mars/Olympus' (an IANA name)",
+        "json": "DAG j: Unstorable.serialize() must return JSON values",
+    }
+
+
+class Unstorable(Timetable):
+    def serialize(self) -> dict[str, object]:
+        return {"when": object()}
+
+
+def test_a_timezone_is_kept_as_given(clock: Callable[[dt.datetime], None]) -> None:
+    pendulum = pytest.importorskip("pendulum")
+    for zone, name in [
+        (pendulum.timezone("Europe/Paris"), "Europe/Paris"),
+        (ZoneInfo("America/New_York"), "America/New_York"),
+        (dt.timezone(dt.timedelta(hours=-3, minutes=-30)), "-03:30"),
+        (pendulum.UTC, "UTC"),
+    ]:
+        stored = timetable_structure(CronTriggerTimetable("0 12 * * *", timezone=zone))
+        assert stored["timezone"] == name
+        clock(at(13))
+        first = next_run(rebuild_timetable(stored), None, TimeRestriction(None, None, True))
+        assert first is not None and first.run_after.astimezone(zone).hour == 12
