@@ -148,6 +148,14 @@ class DagStructure(_Frozen):
         """Answers derived from this structure alone, kept with it (``state.engine.end_plan``)."""
         return {}
 
+    @property
+    def schedule_summary(self) -> str | None:
+        """The schedule as shown: its text, or a timetable object's summary; None: manual only."""
+        if self.timetable is not None:
+            summary = self.timetable.get("display", {}).get("summary")
+            return str(summary or self.timetable.get("type"))
+        return self.schedule
+
     def upstream_first(self) -> list[str]:
         """The task ids, each after all its upstream ones, ties by id (kept in ``memo``).
 

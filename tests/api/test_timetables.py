@@ -7,6 +7,7 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 
 from tests.api.conftest import conforms
+from tests.api.test_run_pages import sign_in
 from tests.state.harness import Home
 
 DAGS = """
@@ -35,3 +36,11 @@ def test_a_dag_shows_its_timetables_summary(
         body = reply.json()
         shown[dag_id] = (body["timetable_summary"], body["timetable_periodic"])
     assert shown == {"twice": ("0 6 * * *, 0 18 * * *", True), "matches": ("Euro", True)}
+
+
+def test_the_pages_show_a_timetables_summary(home: Home, api: TestClient) -> None:
+    home.write_dag(DAGS, "timetables.py")
+    home.sync()
+    sign_in(api, "viewer")
+    assert "<code>0 6 * * *, 0 18 * * *</code>" in api.get("/dags").text
+    assert "<code>Euro</code>" in api.get("/dags/matches").text
