@@ -10,15 +10,16 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from scheduler import loop
 from scheduler.loop import Scheduler
 from scheduler.timed_runs import create_due_runs, due_dags
 from state.core.db import session_scope
-from state.core.models import DagModel, DagRun, utcnow
+from state.core.models import DagModel, DagRun, TaskInstance, utcnow
 from state.engine.backfills import BackfillRequest, create_backfill
 from state.records.assets import BY_HAND, OutletEvent, record_events
+from state.records.dags import set_paused
 from tests.state.harness import Home, tradewind_home
 from tradewind import timetable_base
 from tradewind.timetable_store import rebuild_timetable
@@ -272,3 +273,29 @@ def test_a_backfill_creates_the_runs_the_timetable_asks_for(home: Home) -> None:
     assert trigger == [(hours_ago(h), hours_ago(h)) for h in (10, 9, 8)]
     intervals = [(r.logical_date, r.data_interval_end) for r in runs_of(home, "intervals")]
     assert intervals == [(hours_ago(h), hours_ago(h - 1)) for h in (10, 9, 8)]
+
+
+def test_an_unpaused_dag_without_catchup_skips_the_points_it_was_paused_for(home: Home) -> None:
+    write_dags(home, hours_ago(3))
+    scheduler = scheduler_of(home)
+    scheduler.run_once()
+    with session_scope(home.url) as session:
+        set_paused(session, "asset_or_time", True)
+        # The point it was waiting for, and two more, passed while it was paused.
+        session.execute(
+            update(DagModel)
+            .where(DagModel.dag_id == "asset_or_time")
+            .values(
+                next_dagrun_after=hours_ago(2),
+                next_dagrun_data_interval_start=hours_ago(2),
+                next_dagrun_data_interval_end=hours_ago(2),
+            )
+        )
+        for table in (TaskInstance, DagRun):
+            session.execute(delete(table).where(table.dag_id == "asset_or_time"))
+    scheduler.run_once()
+    assert runs_of(home, "asset_or_time") == []
+    with session_scope(home.url) as session:
+        set_paused(session, "asset_or_time", False)
+    scheduler.run_once()
+    assert [r.logical_date for r in runs_of(home, "asset_or_time")] == [hours_ago(0)]
