@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,6 +26,7 @@ from tradewind import timetable_base
 from tradewind.timetable_store import rebuild_timetable
 
 HOUR = dt.timedelta(hours=1)
+PG_DATABASE_PREFIX = "tw_timetable_"
 
 DAGS = """
 import datetime as dt
@@ -130,6 +132,13 @@ def hours_ago(hours: float) -> dt.datetime:
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
     monkeypatch.setattr(loop, "publish_many", lambda app, ready: len(ready))
     with tradewind_home(tmp_path, monkeypatch) as made:
+        yield made
+
+
+@pytest.fixture
+def pg_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str) -> Iterator[Home]:
+    monkeypatch.setattr(loop, "publish_many", lambda app, ready: len(ready))
+    with tradewind_home(tmp_path, monkeypatch, database_url=pg_url) as made:
         yield made
 
 
@@ -299,3 +308,31 @@ def test_an_unpaused_dag_without_catchup_skips_the_points_it_was_paused_for(home
         set_paused(session, "asset_or_time", False)
     scheduler.run_once()
     assert [r.logical_date for r in runs_of(home, "asset_or_time")] == [hours_ago(0)]
+
+
+@pytest.mark.integration
+def test_two_schedulers_on_postgresql_create_each_timetable_run_once(pg_home: Home) -> None:
+    write_dags(pg_home, hours_ago(3))
+    pg_home.sync()
+    now = utcnow()
+    with session_scope(pg_home.url) as session:
+        [due] = [d for d in due_dags(session, now) if d.dag_id == "trigger"]
+    start = threading.Barrier(2)
+    created: list[list[str]] = []
+
+    def scheduler() -> None:
+        start.wait()
+        with session_scope(pg_home.url) as session:
+            created.append(create_due_runs(session, due, now))
+
+    threads = [threading.Thread(target=scheduler) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.logical_date for r in runs_of(pg_home, "trigger")] == [
+        hours_ago(h) for h in (3, 2, 1, 0)
+    ]
+    assert sum(len(c) for c in created) == 4  # each run created by exactly one of them
+    with session_scope(pg_home.url) as session:
+        assert session.get_one(DagModel, "trigger").next_dagrun_after == hours_ago(-1)
