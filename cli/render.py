@@ -232,7 +232,7 @@ def dag_record(model: DagModel, structure: DagStructure) -> dict[str, Any]:
         "fileloc": model.fileloc,
         "tasks": len(structure.tasks),
         "is_paused": bool(model.is_paused),
-        "schedule": structure.schedule,
+        "schedule": structure.schedule_summary,
         "tags": list(structure.tags),
     }
 

@@ -35,7 +35,7 @@ from tradewind.dag import DAG
 from tradewind.loader import DagBag, ParsedDag
 
 #: Structure keys whose change makes the next scheduled run be computed afresh.
-_SCHEDULE_KEYS = ("schedule", "start_date", "catchup")
+_SCHEDULE_KEYS = ("schedule", "start_date", "catchup", "timetable", "timezone")
 
 
 @dataclass

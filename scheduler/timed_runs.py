@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
+from scheduler.timetable_runs import create_timetable_runs
 from state.core import DagModel, DagRun, DagRunState, DagStructure, structures_of
 from state.engine import RunExists, create_run
 from tradewind.partitions import cron_partition
+from tradewind.timetable_base import InvalidTimetable, TimeRestriction, Timetable
+from tradewind.timetable_store import rebuild_timetable
 from tradewind.timetables import Interval, ScheduleSpec, next_interval
 
 log = logging.getLogger("tradewind.scheduler")
@@ -35,6 +38,8 @@ class DueDag:
     max_active_runs: int
     # A CronPartitionTimetable DAG: each run stores the partition of its logical date.
     partitioned: bool = False
+    # A DAG scheduled by a timetable object (``spec.schedule`` is then unused).
+    timetable: Timetable | None = None
 
 
 def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
@@ -47,26 +52,42 @@ def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
         )
     )
     versions = {dag_id: version for dag_id, version in rows}
-    return [
-        DueDag(
-            dag_id,
-            _schedule_of(structure.schedule, structure),
-            structure.max_active_runs,
-            structure.partitioned_by_cron,
-        )
-        for dag_id, structure in structures_of(session, versions).items()
-        if structure.schedule is not None
-    ]
+    due: list[DueDag] = []
+    for dag_id, structure in structures_of(session, versions).items():
+        if structure.timetable is not None:
+            due += _timetable_dag(dag_id, structure)
+        elif structure.schedule is not None:
+            spec = _schedule_of(structure.schedule, structure)
+            due.append(
+                DueDag(dag_id, spec, structure.max_active_runs, structure.partitioned_by_cron)
+            )
+    return due
+
+
+def _timetable_dag(dag_id: str, structure: DagStructure) -> list[DueDag]:
+    """The DAG with its timetable rebuilt; none when it cannot be (logged, each loop)."""
+    try:
+        timetable = rebuild_timetable(structure.timetable or {})
+    except (InvalidTimetable, ImportError, OSError) as error:
+        log.error("DAG %s: its timetable cannot be rebuilt: %s", dag_id, error)
+        return []
+    spec = _schedule_of("", structure)
+    return [DueDag(dag_id, spec, structure.max_active_runs, timetable=timetable)]
 
 
 def _schedule_of(schedule: str, structure: DagStructure) -> ScheduleSpec:
     start = structure.start_date
     start_date = dt.datetime.fromisoformat(start) if start else None
-    return ScheduleSpec(schedule, start_date, structure.catchup)
+    return ScheduleSpec(schedule, start_date, structure.catchup, structure.timezone)
 
 
 def create_due_runs(session: Session, due: DueDag, now: dt.datetime) -> list[str]:
     """Create the DAG's runs that are due (at most up to ``max_active_runs`` active)."""
+    if due.timetable is not None:
+        spec = due.spec
+        restriction = TimeRestriction(spec.start_date, None, spec.catchup)
+        room = due.max_active_runs - _active_runs(session, due.dag_id)
+        return create_timetable_runs(session, due.dag_id, due.timetable, restriction, room, now)
     created: list[str] = []
     interval = next_interval(due.spec, _last_end(session, due.dag_id), now)
     while interval is not None and interval[1] <= now:

@@ -64,6 +64,13 @@ from tradewind.standard import decorators as _standard_decorators  # noqa: F401 
 from tradewind.state_store import NEVER_EXPIRE
 from tradewind.task import task
 from tradewind.task_group import TaskGroup, task_group
+from tradewind.timetable_interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable
+from tradewind.timetable_simple import AssetOrTimeSchedule, EventsTimetable
+from tradewind.timetable_trigger import (
+    CronTriggerTimetable,
+    DeltaTriggerTimetable,
+    MultipleCronTriggerTimetable,
+)
 from tradewind.trigger_rules import TriggerRule
 from tradewind.unsupported import missing_feature
 
@@ -83,15 +90,21 @@ __all__ = [
     "AssetAlias",
     "AssetAll",
     "AssetAny",
+    "AssetOrTimeSchedule",
     "BaseOperator",
     "BaseSensorOperator",
     "BashOperator",
     "BranchError",
     "Connection",
+    "CronDataIntervalTimetable",
     "CronPartitionTimetable",
+    "CronTriggerTimetable",
     "DagDefinitionError",
     "DayWindow",
+    "DeltaDataIntervalTimetable",
+    "DeltaTriggerTimetable",
     "EdgeModifier",
+    "EventsTimetable",
     "ExceptionRetryPolicy",
     "FailTask",
     "FanOutMapper",
@@ -101,6 +114,7 @@ __all__ = [
     "Metadata",
     "MinimumCount",
     "MonthWindow",
+    "MultipleCronTriggerTimetable",
     "ObjectStoragePath",
     "Param",
     "ParamValidationError",

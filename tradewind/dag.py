@@ -26,7 +26,9 @@ from tradewind.partitions import CronPartitionTimetable, time_schedule_of
 from tradewind.setup_teardown import control_flow_structure
 from tradewind.standard.options import check_owner_links, task_doc_md
 from tradewind.task import Task, check_default_args
-from tradewind.timetables import InvalidSchedule, parse_schedule
+from tradewind.timetable_base import InvalidTimetable
+from tradewind.timetable_store import split_schedule, timetable_structure
+from tradewind.timetables import InvalidSchedule, parse_schedule, timezone_structure
 
 ScheduleArg = str | dt.timedelta | Any | None
 
@@ -66,11 +68,14 @@ class DAG:
         self.dag_id = dag_id
         self.schedule = schedule
         try:
-            plain = time_schedule_of(schedule)  # a partition timetable, as a plain schedule
+            # A timetable object (or "@continuous") is stored apart from the plain schedule.
+            self.timetable, plain = split_schedule(schedule, max_active_runs)
+            self._timetable = timetable_structure(self.timetable) if self.timetable else None
+            plain = time_schedule_of(plain)  # a partition timetable, as a plain schedule
             self._partition_mappers = partition_mappers_of(schedule)
             self.asset_condition = condition_of(plain)
             self._schedule_text = None if self.asset_condition else parse_schedule(plain)
-        except (InvalidSchedule, InvalidAsset) as error:
+        except (InvalidSchedule, InvalidAsset, InvalidTimetable) as error:
             raise DagDefinitionError(f"DAG {dag_id}: {error}") from None
         self.start_date = _aware(start_date)
         self.catchup = catchup
@@ -174,6 +179,9 @@ class DAG:
             **self._partition_structure(),
             # Only when set: the other DAGs keep their version hashes.
             **({"owner_links": self.owner_links} if self.owner_links else {}),
+            # Only a DAG scheduled by a timetable object has it: the others keep their hashes.
+            **({"timetable": self._timetable} if self._timetable else {}),
+            **timezone_structure(self.schedule, self.start_date),
         }
 
     def _partition_structure(self) -> dict[str, Any]:

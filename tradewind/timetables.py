@@ -3,7 +3,10 @@
 A DAG's ``schedule`` cuts time into data intervals ``[start, end)``; the run for an interval is
 due once ``end`` has passed and carries both ends (``data_interval_start`` / ``_end``, with
 ``logical_date`` = ``end``, the moment the run became due). Cron expressions are evaluated by
-croniter, in UTC. ``@once`` runs once, at ``start_date`` (or as soon as the DAG is seen).
+croniter in the timezone of the DAG's ``start_date`` (UTC without one), as Airflow reads them;
+the points are stored in UTC. ``@once`` runs once, at ``start_date`` (or as soon as the DAG is
+seen). A timetable object as ``schedule`` takes Airflow's own rules instead
+(``tradewind/timetable_store.py``).
 
 ``catchup=False`` (the default) runs only the latest interval that has ended, skipping any that
 ended while the scheduler was down or the DAG paused; ``catchup=True`` runs every interval from
@@ -17,6 +20,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from croniter import croniter
+
+from tradewind.timezones import as_utc, timezone_name, timezone_of_name
 
 PRESETS = {
     "@hourly": "0 * * * *",
@@ -51,22 +56,25 @@ class Timetable(Protocol):
 @dataclass(frozen=True)
 class CronTimetable:
     expression: str
+    tz: dt.tzinfo = dt.UTC
 
     def first_at_or_after(self, moment: dt.datetime) -> dt.datetime:
-        return _cron(self.expression, moment - _TICK).get_next(dt.datetime)  # type: ignore[no-any-return]
+        return self._next(moment - _TICK)
 
     def last_at_or_before(self, moment: dt.datetime) -> dt.datetime:
-        return _cron(self.expression, moment + _TICK).get_prev(dt.datetime)  # type: ignore[no-any-return]
+        return self._prev(moment + _TICK)
 
     def after(self, point: dt.datetime) -> dt.datetime:
-        return _cron(self.expression, point).get_next(dt.datetime)  # type: ignore[no-any-return]
+        return self._next(point)
 
     def before(self, point: dt.datetime) -> dt.datetime:
-        return _cron(self.expression, point).get_prev(dt.datetime)  # type: ignore[no-any-return]
+        return self._prev(point)
 
+    def _next(self, moment: dt.datetime) -> dt.datetime:
+        return as_utc(croniter(self.expression, moment.astimezone(self.tz)).get_next(dt.datetime))
 
-def _cron(expression: str, base: dt.datetime) -> croniter:
-    return croniter(expression, base.astimezone(dt.UTC))
+    def _prev(self, moment: dt.datetime) -> dt.datetime:
+        return as_utc(croniter(self.expression, moment.astimezone(self.tz)).get_prev(dt.datetime))
 
 
 @dataclass(frozen=True)
@@ -110,14 +118,26 @@ def parse_schedule(schedule: str | dt.timedelta | None) -> str | None:
     return schedule
 
 
-def timetable_of(schedule: str, anchor: dt.datetime) -> Timetable | None:
-    """The timetable of a stored schedule text; None for ``@once``."""
+def timetable_of(schedule: str, anchor: dt.datetime, timezone: str = "UTC") -> Timetable | None:
+    """The timetable of a stored schedule text (a cron one read in ``timezone``); None for
+    ``@once``."""
     if schedule == "@once":
         return None
     if schedule.startswith("interval:"):
         seconds = float(schedule.removeprefix("interval:"))
         return DeltaTimetable(dt.timedelta(seconds=seconds), anchor)
-    return CronTimetable(PRESETS.get(schedule, schedule))
+    return CronTimetable(PRESETS.get(schedule, schedule), timezone_of_name(timezone))
+
+
+def timezone_structure(schedule: object, start_date: dt.datetime | None) -> dict[str, str]:
+    """``{"timezone": name}`` when a cron string is read in a timezone other than UTC (the
+    ``start_date``'s); nothing otherwise, so other DAGs keep their version hashes."""
+    if not isinstance(schedule, str) or schedule in ("@once", "@continuous"):
+        return {}
+    if start_date is None or start_date.tzinfo is None:
+        return {}
+    name = timezone_name(start_date.tzinfo)
+    return {} if name == "UTC" else {"timezone": name}
 
 
 @dataclass(frozen=True)
@@ -127,6 +147,7 @@ class ScheduleSpec:
     schedule: str
     start_date: dt.datetime | None
     catchup: bool
+    timezone: str = "UTC"  # the one a cron schedule is read in
 
 
 def next_interval(
@@ -142,7 +163,7 @@ def next_interval(
         at = spec.start_date or now
         return None if last_end is not None else (at, at)
     # Intervals of a timedelta count from start_date, or go on from the last run's end.
-    table = timetable_of(spec.schedule, spec.start_date or last_end or now)
+    table = timetable_of(spec.schedule, spec.start_date or last_end or now, spec.timezone)
     assert table is not None
     known = [t for t in (last_end, spec.start_date) if t is not None]
     start = table.first_at_or_after(max(known) if known else now)

@@ -117,9 +117,7 @@ def _dag_fields(model: DagModel, view: DagStructure, has_import_errors: bool) ->
         "relative_fileloc": model.fileloc.rsplit("/", 1)[-1],
         "fileloc": model.fileloc,
         "description": view.description,
-        "timetable_summary": view.schedule,
-        "timetable_description": view.schedule,
-        "timetable_periodic": view.schedule is not None,
+        **_timetable_fields(view),
         "timetable_partitioned": view.partition_mappers is not None,
         "tags": [
             DagTagResponse(name=tag, dag_id=model.dag_id, dag_display_name=model.dag_id)
@@ -219,3 +217,18 @@ def task_response(task_id: str, task: TaskSpec) -> TaskResponse:
         operator_name="@task.runtime" if task.runtime else "@task",
         is_mapped=is_mapped(task),
     )
+
+
+def _timetable_fields(view: DagStructure) -> dict[str, Any]:
+    """What Airflow's API says of a DAG's timetable: a timetable object's stored ``display``,
+    else the schedule text."""
+    if view.timetable is not None:
+        display = view.timetable.get("display", {})
+        return {
+            f"timetable_{key}": display.get(key) for key in ("summary", "description", "periodic")
+        }
+    return {
+        "timetable_summary": view.schedule,
+        "timetable_description": view.schedule,
+        "timetable_periodic": view.schedule is not None,
+    }

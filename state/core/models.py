@@ -69,7 +69,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0008"
+SCHEMA_REVISION = "0009_timetables"
 
 
 class Base(DeclarativeBase):
@@ -91,6 +91,14 @@ class DagModel(Base):
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
     last_parsed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     next_dagrun_after: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The data interval of that next run, for a DAG scheduled by a timetable object: kept as
+    # the timetable answered, since it may answer differently once the run is due.
+    next_dagrun_data_interval_start: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime, nullable=True
+    )
+    next_dagrun_data_interval_end: Mapped[dt.datetime | None] = mapped_column(
+        UTCDateTime, nullable=True
+    )
 
 
 class DagImportError(Base):

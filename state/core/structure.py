@@ -150,11 +150,23 @@ class DagStructure(_Frozen):
     partition_mappers: Mapping[str, Any] | None = None
     # A CronPartitionTimetable: each scheduled or backfilled run is the partition of its date.
     partitioned_by_cron: bool = False
+    # A timetable object's stored form (tradewind/timetable_store.py), instead of ``schedule``.
+    timetable: Mapping[str, Any] | None = None
+    # The timezone a cron ``schedule`` is read in (the start date's), when not UTC.
+    timezone: str = "UTC"
 
     @cached_property
     def memo(self) -> dict[Any, Any]:
         """Answers derived from this structure alone, kept with it (``state.engine.end_plan``)."""
         return {}
+
+    @property
+    def schedule_summary(self) -> str | None:
+        """The schedule as shown: its text, or a timetable object's summary; None: manual only."""
+        if self.timetable is not None:
+            summary = self.timetable.get("display", {}).get("summary")
+            return str(summary or self.timetable.get("type"))
+        return self.schedule
 
     def upstream_first(self) -> list[str]:
         """The task ids, each after all its upstream ones, ties by id (kept in ``memo``).

@@ -23,6 +23,7 @@ from state.core import (
     BackfillDagRun,
     DagRun,
     DagRunState,
+    DagStructure,
     NotFound,
     Page,
     page_of,
@@ -32,6 +33,8 @@ from state.core import (
 from state.engine.runs import create_run, get_dag_model
 from state.records import mark_run_state
 from tradewind.partitions import cron_partition
+from tradewind.timetable_base import InvalidTimetable
+from tradewind.timetable_store import intervals_between, rebuild_timetable
 from tradewind.timetables import Interval, timetable_of
 
 BACKFILL = "backfill"
@@ -74,6 +77,8 @@ class BackfillPlan:
     existing: list[str]
     max_active_runs: int
     partitioned_by_cron: bool = False  # each run is the partition of its interval's end
+    # A timetable object's runs: the logical date is the interval's start, as Airflow has it.
+    logical_at_start: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,10 +93,15 @@ def backfill_run_id(interval: Interval) -> str:
 
 
 def intervals_in(
-    schedule: str, anchor: dt.datetime, start: dt.datetime, end: dt.datetime
+    schedule: str,
+    anchor: dt.datetime,
+    start: dt.datetime,
+    end: dt.datetime,
+    timezone: str = "UTC",
 ) -> list[Interval]:
-    """The data intervals of ``schedule`` whose start is in ``[start, end]``."""
-    table = timetable_of(schedule, anchor)
+    """The data intervals of ``schedule`` (a cron one read in ``timezone``) whose start is in
+    ``[start, end]``."""
+    table = timetable_of(schedule, anchor, timezone)
     if table is None:
         raise InvalidBackfill("a DAG scheduled @once has no intervals to backfill")
     found: list[Interval] = []
@@ -111,15 +121,10 @@ def plan_backfill(session: Session, request: BackfillRequest) -> BackfillPlan:
     if end < start:
         raise InvalidBackfill(f"to date {end.isoformat()} is before from date {start.isoformat()}")
     structure = structure_of(get_dag_model(session, request.dag_id))
-    if structure.schedule is None:
-        raise InvalidBackfill(
-            f"DAG {request.dag_id} has no time schedule: there are no intervals to backfill"
-        )
-    anchor = dt.datetime.fromisoformat(structure.start_date) if structure.start_date else start
     query = select(DagRun.data_interval_end).where(DagRun.dag_id == request.dag_id)
     taken = set(session.scalars(query))
     intervals, existing = [], []
-    for interval in intervals_in(structure.schedule, anchor, start, end):
+    for interval in _intervals(request.dag_id, structure, start, end):
         if interval[1] in taken:
             existing.append(backfill_run_id(interval))
         else:
@@ -129,7 +134,26 @@ def plan_backfill(session: Session, request: BackfillRequest) -> BackfillPlan:
         existing,
         request.max_active_runs or structure.max_active_runs,
         structure.partitioned_by_cron,
+        structure.timetable is not None,
     )
+
+
+def _intervals(
+    dag_id: str, structure: DagStructure, start: dt.datetime, end: dt.datetime
+) -> list[Interval]:
+    """The intervals of the DAG's schedule (or timetable object) in ``[start, end]``."""
+    if structure.timetable is not None:
+        try:
+            timetable = rebuild_timetable(structure.timetable)
+            return [(i.start, i.end) for i in intervals_between(timetable, start, end, MAX_RUNS)]
+        except InvalidTimetable as error:
+            raise InvalidBackfill(f"DAG {dag_id}: {error}") from None
+    if structure.schedule is None:
+        raise InvalidBackfill(
+            f"DAG {dag_id} has no time schedule: there are no intervals to backfill"
+        )
+    anchor = dt.datetime.fromisoformat(structure.start_date) if structure.start_date else start
+    return intervals_in(structure.schedule, anchor, start, end, structure.timezone)
 
 
 def create_backfill(session: Session, request: BackfillRequest) -> Backfilled:
@@ -152,8 +176,16 @@ def create_backfill(session: Session, request: BackfillRequest) -> Backfilled:
     for interval in plan.intervals:
         run_id = backfill_run_id(interval)
         partition = cron_partition(interval[1]) if plan.partitioned_by_cron else None
+        logical_date = interval[0] if plan.logical_at_start else None
         run = create_run(
-            session, request.dag_id, run_id, request.conf, BACKFILL, interval, partition
+            session,
+            request.dag_id,
+            run_id,
+            request.conf,
+            BACKFILL,
+            interval,
+            partition,
+            logical_date,
         )
         session.add(BackfillDagRun(dag_run_id=run.id, backfill_id=backfill.id))
         created.append(run_id)

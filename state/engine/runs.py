@@ -78,10 +78,13 @@ def create_run(
     run_type: str = "manual",
     data_interval: tuple[dt.datetime, dt.datetime] | None = None,
     partition: tuple[str, dt.datetime | None] | None = None,
+    logical_date: dt.datetime | None = None,
 ) -> DagRun:
     """A queued run and a ``none`` task instance per task; the scheduler takes it from there.
 
-    ``partition``: the key (and the period's start) of a partitioned DAG's run."""
+    ``partition``: the key (and the period's start) of a partitioned DAG's run.
+    ``logical_date``: by default the data interval's end (or now); a timetable object's run
+    gives its interval's start, as Airflow does."""
     dag_model = get_dag_model(session, dag_id)
     now = utcnow()
     run = DagRun(
@@ -91,7 +94,7 @@ def create_run(
         run_type=run_type,
         conf=dict(conf or {}),
         version_hash=dag_model.version_hash,
-        logical_date=data_interval[1] if data_interval else now,
+        logical_date=logical_date or (data_interval[1] if data_interval else now),
         data_interval_start=data_interval[0] if data_interval else None,
         data_interval_end=data_interval[1] if data_interval else None,
         partition_key=partition[0] if partition else None,

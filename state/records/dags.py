@@ -23,5 +23,9 @@ def set_paused(session: Session, dag_id: str, paused: bool) -> bool:
     if model is None:
         raise NoSuchDag(f"no DAG named {dag_id!r}: see `tradewind dags list`")
     was = bool(model.is_paused)
-    session.execute(update(DagModel).where(DagModel.dag_id == dag_id).values(is_paused=paused))
+    values: dict[str, object] = {"is_paused": paused}
+    if was and not paused:
+        # Its next run is asked for afresh: without catchup, none for the time it was paused.
+        values["next_dagrun_after"] = None
+    session.execute(update(DagModel).where(DagModel.dag_id == dag_id).values(**values))
     return was

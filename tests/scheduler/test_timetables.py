@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -91,4 +92,33 @@ def test_the_schedule_is_stored_in_the_dag_structure() -> None:
         "@hourly",
         "2024-01-01T00:00:00+00:00",
         True,
+    )
+
+
+def test_a_cron_string_is_read_in_the_start_dates_timezone() -> None:
+    amsterdam = dt.datetime(2024, 1, 1, tzinfo=ZoneInfo("Europe/Amsterdam"))
+    built = DAG("local", schedule="0 0 * * *", start_date=amsterdam, catchup=True)
+    assert built.structure()["timezone"] == "Europe/Amsterdam"
+    spec = ScheduleSpec("0 0 * * *", amsterdam, catchup=True, timezone="Europe/Amsterdam")
+    # Amsterdam's midnights are 23:00 UTC in winter; the points are kept in UTC.
+    assert intervals(spec, at(12, day=3)) == [
+        (dt.datetime(2023, 12, 31, 23, tzinfo=UTC), at(23)),
+        (at(23), at(23, day=2)),
+    ]
+    # A UTC start date, or a timedelta schedule, adds nothing: their version hashes stay.
+    assert "timezone" not in DAG("utc", schedule="@daily", start_date=at(0)).structure()
+    assert (
+        "timezone"
+        not in DAG("delta", schedule=dt.timedelta(hours=1), start_date=amsterdam).structure()
+    )
+
+
+def test_pendulum_start_dates_load_as_airflow_dags_write_them() -> None:
+    pendulum = pytest.importorskip("pendulum")
+    utc = DAG("p_utc", schedule="@daily", start_date=pendulum.datetime(2021, 1, 1, tz="UTC"))
+    assert utc.structure()["start_date"] == "2021-01-01T00:00:00+00:00"
+    assert "timezone" not in utc.structure()
+    local = pendulum.datetime(2021, 1, 1, tz="Europe/Amsterdam")
+    assert DAG("p_local", schedule="@daily", start_date=local).structure()["timezone"] == (
+        "Europe/Amsterdam"
     )

@@ -26,9 +26,11 @@ from state.core import alembic_config, check_models_match, get_engine, upgrade
 
 
 def next_revision_id(config: Config) -> str:
-    """The number after the highest numbered head, four digits wide ("0002" after "0001")."""
+    """The number after the highest numbered head, four digits wide ("0002" after "0001", and
+    after "0001_name", as a branch's migration is named until its merge renumbers it)."""
     heads = ScriptDirectory.from_config(config).get_heads()
-    numbers = [int(head) for head in heads if head.isdigit()]
+    leading = [head.partition("_")[0] for head in heads]
+    numbers = [int(number) for number in leading if number.isdigit()]
     return f"{max(numbers, default=0) + 1:04d}"
 
 
