@@ -160,6 +160,7 @@ _MOVED: dict[str, str] = {
     "sensors.python_sensor": "sensors.python",
 }
 
+_BASE_TIMETABLE_NAMES = ("Timetable", "DagRunInfo", "DataInterval", "TimeRestriction")
 _DUMMY = f"{_TW_STD}.empty:DummyOperator"  # notes its Airflow 2 spelling itself
 _DATASET = old("tradewind:Asset", "Asset (airflow.sdk)")
 _CORE: dict[str, ModuleRow] = {
@@ -193,7 +194,10 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.models.xcom_arg": _row(XComArg="tradewind.xcom_arg:XComArg"),
     "airflow.models.dagrun": _row(DagRun="tradewind.runtime_context:DagRunInfo"),
     "airflow.models.taskinstance": _row(TaskInstance="tradewind.context:RuntimeTaskInstance"),
-    "airflow.exceptions": _row(delegate="tradewind.exceptions"),
+    "airflow.exceptions": _row(
+        delegate="tradewind.exceptions",
+        AirflowTimetableInvalid="tradewind.timetable_base:InvalidTimetable",
+    ),
     "airflow.utils.trigger_rule": _row(TriggerRule="tradewind:TriggerRule"),
     "airflow.utils.task_group": _row(TaskGroup="tradewind:TaskGroup"),
     "airflow.utils.edgemodifier": _row(
@@ -251,6 +255,27 @@ _CORE: dict[str, ModuleRow] = {
         EmailOperator="tradewind.standard.email:EmailOperator"
     ),
     "airflow.macros": _row(delegate="tradewind.macros"),
+    "airflow.timetables.base": _row(
+        **{n: f"tradewind.timetable_base:{n}" for n in _BASE_TIMETABLE_NAMES}
+    ),
+    "airflow.timetables.trigger": _row(
+        CronTriggerTimetable="tradewind.timetable_trigger:CronTriggerTimetable",
+        DeltaTriggerTimetable="tradewind.timetable_trigger:DeltaTriggerTimetable",
+        MultipleCronTriggerTimetable="tradewind.timetable_trigger:MultipleCronTriggerTimetable",
+    ),
+    "airflow.timetables.interval": _row(
+        CronDataIntervalTimetable="tradewind.timetable_interval:CronDataIntervalTimetable",
+        DeltaDataIntervalTimetable="tradewind.timetable_interval:DeltaDataIntervalTimetable",
+    ),
+    "airflow.timetables.events": _row(EventsTimetable="tradewind.timetable_simple:EventsTimetable"),
+    "airflow.timetables.assets": _row(
+        AssetOrTimeSchedule="tradewind.timetable_simple:AssetOrTimeSchedule"
+    ),
+    "airflow.timetables.simple": _row(
+        NullTimetable="tradewind.timetable_simple:NullTimetable",
+        OnceTimetable="tradewind.timetable_simple:OnceTimetable",
+        ContinuousTimetable="tradewind.timetable_simple:ContinuousTimetable",
+    ),
     "airflow.configuration": _row(conf="tradewind.airflow_config:conf"),
     "airflow.example_dags": _row(),  # the DAGs folder (finder.py)
     "airflow.plugins_manager": _row(AirflowPlugin="tradewind.plugins:AirflowPlugin"),
