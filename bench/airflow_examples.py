@@ -81,6 +81,7 @@ class DagOutcome:
     expected: str | None  # the run's state in Airflow; None: not run (reason in ``detail``)
     outcome: str | None = None
     detail: str = ""
+    tasks: dict[str, str | None] = field(default_factory=dict)  # Tradewind's, by task[map index]
     tasks_differ: dict[str, list[str | None]] = field(default_factory=dict)
 
     @property
@@ -192,12 +193,20 @@ def compare(expected: dict[str, Any], tasks: dict[str, str | None]) -> dict[str,
 def test_one(dag_id: str, env: dict[str, str], reference: dict[str, Any]) -> DagOutcome:
     if dag_id in NOT_RUN:
         return DagOutcome(dag_id, None, detail=f"not run: {NOT_RUN[dag_id]}")
-    expected = reference.get(dag_id)
-    if expected is None:
-        return DagOutcome(dag_id, None, detail="not run: no reference from Airflow")
-    result = DagOutcome(dag_id, expected["state"])
-    result.outcome, result.detail, tasks = run_dag(dag_id, env)
-    result.tasks_differ = compare(expected, tasks)
+    result = DagOutcome(dag_id, None)
+    result.outcome, result.detail, result.tasks = run_dag(dag_id, env)
+    return judged(result, reference)
+
+
+def judged(result: DagOutcome, reference: dict[str, Any]) -> DagOutcome:
+    """``result`` with Airflow's outcome of the same DAG, and the task instances that differ."""
+    expected = reference.get(result.dag_id)
+    if result.dag_id in NOT_RUN or expected is None:
+        result.expected = None
+        result.tasks_differ = {}
+        return result
+    result.expected = expected["state"]
+    result.tasks_differ = compare(expected, result.tasks)
     return result
 
 
@@ -269,21 +278,38 @@ def print_table(reports: list[FileReport], counts: dict[str, int]) -> None:
     )
 
 
+def run_all(cache: Path, only: list[str] | None) -> list[FileReport]:
+    try:
+        wheels = download_wheels(cache)
+    except WheelUnavailable as error:
+        sys.exit(str(error))
+    with tempfile.TemporaryDirectory(prefix="tradewind-airflow-") as work:
+        return run_examples(wheels, Path(work), only)
+
+
+def rejudged(results: Path) -> list[FileReport]:
+    """The reports of a run written before, judged again against the reference as it is now."""
+    reference = read_reference()["dags"]
+    reports = []
+    for kept in json.loads(results.read_text())["files"]:
+        dags = [judged(DagOutcome(**dag), reference) for dag in kept.pop("dags")]
+        reports.append(FileReport(**kept, dags=dags))
+    return reports
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--only", nargs="*", help="File stems to run (default: all).")
+    parser.add_argument(
+        "--rejudge", action="store_true", help="Compare the last run's outcomes again, run nothing."
+    )
     options = parser.parse_args()
-    try:
-        wheels = download_wheels(options.cache)
-    except WheelUnavailable as error:
-        sys.exit(str(error))
-    with tempfile.TemporaryDirectory(prefix="tradewind-airflow-") as work:
-        reports = run_examples(wheels, Path(work), options.only)
+    results = ROOT / "bench" / "results" / "airflow_examples.json"
+    reports = rejudged(results) if options.rejudge else run_all(options.cache, options.only)
     counts = summary(reports, read_reference()["dags"])
     print_table(reports, counts)
     document = {"counts": counts, "files": [asdict(report) for report in reports]}
-    results = ROOT / "bench" / "results" / "airflow_examples.json"
     results.write_text(json.dumps(document, indent=2) + "\n")
 
 
