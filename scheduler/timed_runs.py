@@ -35,6 +35,11 @@ class DueDag:
     max_active_runs: int
     # A CronPartitionTimetable DAG: each run stores the partition of its logical date.
     partitioned: bool = False
+    # The DAG's end_date: no scheduled run has a logical date after it.
+    end_date: dt.datetime | None = None
+
+    def past_end(self, interval: Interval) -> bool:
+        return self.end_date is not None and interval[1] > self.end_date
 
 
 def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
@@ -53,6 +58,7 @@ def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
             _schedule_of(structure.schedule, structure),
             structure.max_active_runs,
             structure.partitioned_by_cron,
+            dt.datetime.fromisoformat(structure.end_date) if structure.end_date else None,
         )
         for dag_id, structure in structures_of(session, versions).items()
         if structure.schedule is not None
@@ -70,6 +76,9 @@ def create_due_runs(session: Session, due: DueDag, now: dt.datetime) -> list[str
     created: list[str] = []
     interval = next_interval(due.spec, _last_end(session, due.dag_id), now)
     while interval is not None and interval[1] <= now:
+        if due.past_end(interval):
+            interval = None  # past the DAG's end_date: it never runs on its own again
+            break
         if _active_runs(session, due.dag_id) >= due.max_active_runs:
             return created  # next_dagrun_after stays due: looked at again next loop
         run_id = _create(session, due, interval)

@@ -22,6 +22,7 @@ from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
 from tradewind.partition_specs import partition_mappers_of
 from tradewind.partitions import CronPartitionTimetable, time_schedule_of
+from tradewind.run_options import RunOptions, check_fail_fast_rule, task_run_structure
 from tradewind.setup_teardown import control_flow_structure
 from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
@@ -55,6 +56,7 @@ class DAG:
     ) -> None:
         if not dag_id or not isinstance(dag_id, str):
             raise DagDefinitionError(f"dag_id must be a non-empty string, got {dag_id!r}")
+        self.run_options = RunOptions.of(dag_id, other)
         take_default_only(f"DAG {dag_id}", other)
         refuse_unsupported(f"DAG {dag_id}", other)
         self.dag_id = dag_id
@@ -115,6 +117,8 @@ class DAG:
     def add_task(self, task: Task) -> None:
         if self._taken(task.task_id):
             raise DagDefinitionError(f"DAG {self.dag_id}: duplicate task id {task.task_id!r}")
+        if self.run_options.fail_fast:
+            check_fail_fast_rule(self.dag_id, task.task_id, str(task.options.trigger_rule))
         task.dag = self
         self.tasks[task.task_id] = task
         if task.task_group is not None:
@@ -165,6 +169,7 @@ class DAG:
             "tasks": {tid: _task_structure(self.tasks[tid]) for tid in self.topological_order()},
             "groups": {gid: group.structure() for gid, group in self.task_groups.items()},
             **self._partition_structure(),
+            **self.run_options.structure(),
         }
 
     def _partition_structure(self) -> dict[str, Any]:
@@ -233,6 +238,7 @@ def _task_structure(task: Task) -> dict[str, Any]:
         "doc_md": options.doc_md,
         "outlets": outlets_structure(options.outlets),
         **control_flow_structure(task),
+        **task_run_structure(options),
     }
 
 

@@ -84,6 +84,11 @@ class TaskSpec(_Frozen):
     is_setup: bool = False
     is_teardown: bool = False
     on_failure_fail_dagrun: bool = False
+    # Across runs (state/engine/past.py): wait for the previous run's try of this task (and of
+    # its downstream); no task instance in a run whose logical date is after end_date.
+    depends_on_past: bool = False
+    wait_for_downstream: bool = False
+    end_date: str | None = None
 
     @property
     def decides_run(self) -> bool:
@@ -138,6 +143,11 @@ class DagStructure(_Frozen):
     partition_mappers: Mapping[str, Any] | None = None
     # A CronPartitionTimetable: each scheduled or backfilled run is the partition of its date.
     partitioned_by_cron: bool = False
+    # A run's life (state/engine/run_life.py): failed when running longer than the timeout; no
+    # scheduled run after end_date; the first failure stops the rest of the run (fail_fast).
+    dagrun_timeout_seconds: float | None = None
+    end_date: str | None = None
+    fail_fast: bool = False
 
     @cached_property
     def memo(self) -> dict[Any, Any]:

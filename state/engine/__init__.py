@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         resend_queued,
     )
     from state.engine.outcomes import Failed, Outcome, Rescheduled, Skipped, Succeeded
+    from state.engine.past import waits_on_past
     from state.engine.pools import (
         PoolRefused,
         delete_pool,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         set_pool,
     )
     from state.engine.readiness import decide
+    from state.engine.run_life import time_out_run, timed_out_runs
     from state.engine.run_wake import RunWakeups
     from state.engine.runs import (
         RunExists,
@@ -103,7 +105,10 @@ _MODULE_OF = {
     "schedule_run_by_pk": "scheduling",
     "set_paused": "backfills",
     "set_pool": "pools",
+    "time_out_run": "run_life",
+    "timed_out_runs": "run_life",
     "try_schedule_run": "scheduling",
+    "waits_on_past": "past",
 }
 
 __all__ = [
@@ -149,7 +154,10 @@ __all__ = [
     "schedule_run_by_pk",
     "set_paused",
     "set_pool",
+    "time_out_run",
+    "timed_out_runs",
     "try_schedule_run",
+    "waits_on_past",
 ]
 
 
