@@ -4,9 +4,9 @@ A task instance the trigger rules make ready stays ``none`` while the same task 
 previous run (the run with the latest logical date before this one's; under ``catchup``, manual
 runs aside) is not all ``success`` or ``skipped``, or has no task instance at all; with
 ``wait_for_downstream``, also while a task instance of that task's direct downstream in the
-previous run is not. The first run of a DAG (and a run without a logical date) waits for
-nothing. A previous try cleared, removed or failed holds the task, as in Airflow, until it is
-run again or marked.
+previous run is not. The first run of a DAG, the first run of a backfill (by logical date)
+and a run without a logical date wait for nothing. A previous try cleared, removed or failed
+holds the task, as in Airflow, until it is run again or marked.
 
 Nothing in the waiting run changes when the previous run moves on, so its task counts cannot
 tell the scheduler's loop to look again (``scheduler/run_watch.py``): the runs a pass in this
@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from state.core import DagRun, DagStructure, TaskInstance, TaskInstanceState
+from state.core import BackfillDagRun, DagRun, DagStructure, TaskInstance, TaskInstanceState
+from state.engine.backfills import BACKFILL
 
 TI = TaskInstanceState
 _DONE_IN_PAST = frozenset({TI.SUCCESS, TI.SKIPPED})
@@ -55,8 +56,8 @@ def tasks_held(
 ) -> set[str]:
     """Those of ``task_ids`` (tasks with ``depends_on_past``) whose previous run holds them."""
     previous = previous_run_id(session, run, structure.catchup)
-    if previous is None:
-        return set()  # the first run of its DAG
+    if previous is None or _first_of_backfill(session, run):
+        return set()  # the first run of its DAG, or of its backfill
     tasks = structure.tasks
     needed = set(task_ids)
     for task_id in task_ids:
@@ -89,6 +90,19 @@ def previous_run_id(session: Session, run: DagRun, catchup: bool) -> str | None:
     if catchup:
         query = query.where(DagRun.run_type != "manual")
     return session.scalar(query.order_by(DagRun.logical_date.desc()).limit(1))
+
+
+def _first_of_backfill(session: Session, run: DagRun) -> bool:
+    """Whether ``run`` is its backfill's earliest run (Airflow lets it run whatever came before)."""
+    if run.run_type != BACKFILL:
+        return False
+    mine = select(BackfillDagRun.backfill_id).where(BackfillDagRun.dag_run_id == run.id)
+    earliest = session.scalar(
+        select(func.min(DagRun.logical_date))
+        .join(BackfillDagRun, BackfillDagRun.dag_run_id == DagRun.id)
+        .where(BackfillDagRun.backfill_id == mine.scalar_subquery())
+    )
+    return earliest is not None and earliest == run.logical_date
 
 
 def _states_in(

@@ -116,13 +116,12 @@ def time_out_run(session: Session, run_pk: int, now: dt.datetime) -> bool:
     return True
 
 
-def tasks_in_run(
-    tasks: Mapping[str, TaskSpec], logical_date: dt.datetime | None
-) -> dict[str, TaskSpec]:
-    """The tasks that get a task instance in a run of ``logical_date``: not those whose
-    ``end_date`` is before it (Airflow creates none for them; their downstream then sees
-    nothing to wait for, as for a removed task)."""
-    if logical_date is None:
+def tasks_in_run(tasks: Mapping[str, TaskSpec], run: Any) -> dict[str, TaskSpec]:
+    """The tasks that get a task instance in ``run``: not those whose ``end_date`` is before its
+    logical date (Airflow creates none for them, except in a backfill's run; their downstream
+    then sees nothing to wait for, as for a removed task)."""
+    logical_date = run.logical_date
+    if logical_date is None or run.run_type == "backfill":  # state.engine.backfills.BACKFILL
         return dict(tasks)
     return {
         task_id: spec

@@ -67,7 +67,7 @@ def task_instance_rows(run: DagRun, tasks: Mapping[str, TaskSpec]) -> list[dict[
             "queue": spec.queue,
             "pool": spec.pool,
         }
-        for task_id, spec in tasks_in_run(tasks, run.logical_date).items()
+        for task_id, spec in tasks_in_run(tasks, run).items()
     ]
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from state.core.enums import DagRunState, TaskInstanceState
-from state.core.models import DagRun, TaskInstance, utcnow
+from state.core.models import BackfillDagRun, DagRun, TaskInstance, utcnow
 from state.core.structure import structure_of
 from state.engine.end_plan import FullPass, plan_end
 from state.engine.past import waits_on_past
@@ -99,6 +99,17 @@ def test_under_catchup_a_manual_run_is_not_the_previous_run(session: Session) ->
     set_state(session, scheduled, "t", TI.SUCCESS)
     assert one_pass(session, third) == ["t"]  # the manual run's task never ran: not waited for
     assert one_pass(session, manual) == ["t"]
+
+
+def test_the_first_run_of_a_backfill_waits_for_nothing_and_the_next_waits_for_it(
+    session: Session,
+) -> None:
+    store_dag(session, "past", {"t": task_spec(depends_on_past=True)})
+    set_state(session, run_on(session, "past", 1), "t", TI.FAILED)
+    later, first = run_on(session, "past", 3, "backfill"), run_on(session, "past", 2, "backfill")
+    session.add_all(BackfillDagRun(dag_run_id=run.id, backfill_id=7) for run in (first, later))
+    assert one_pass(session, first) == ["t"]  # a failure before the backfill does not hold it
+    assert one_pass(session, later) == []
 
 
 def test_a_task_without_depends_on_past_never_waits(session: Session) -> None:
@@ -195,3 +206,4 @@ def test_a_task_past_its_end_date_gets_no_task_instance(session: Session) -> Non
     late = run_on(session, "ends", 3)
     assert set(states(session, late)) == {"new"}
     assert one_pass(session, late) == ["new"]  # nothing upstream to wait for, as if removed
+    assert set(states(session, run_on(session, "ends", 4, "backfill"))) == {"old", "new"}
