@@ -40,6 +40,9 @@ def hold_for_past(
 ) -> list[int]:
     """``ready`` (task instance ids the trigger rules made ready) less those that wait for the
     previous run; ``rows``: the run's task instances (``id``, ``task_id``)."""
+    if not ready or not _any_depends_on_past(structure):
+        _HELD.discard(run.id)
+        return ready
     tasks = structure.tasks
     task_of = {row.id: row.task_id for row in rows}
     asking = {task_of[ti_id] for ti_id in ready if tasks[task_of[ti_id]].depends_on_past}
@@ -49,6 +52,14 @@ def hold_for_past(
     else:
         _HELD.discard(run.id)
     return [ti_id for ti_id in ready if task_of[ti_id] not in held]
+
+
+def _any_depends_on_past(structure: DagStructure) -> bool:
+    """Whether a task of the DAG waits on its past (kept with the structure: most never do)."""
+    if "depends_on_past" not in structure.memo:
+        specs = structure.tasks.values()
+        structure.memo["depends_on_past"] = any(spec.depends_on_past for spec in specs)
+    return bool(structure.memo["depends_on_past"])
 
 
 def tasks_held(

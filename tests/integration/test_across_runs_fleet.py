@@ -75,6 +75,21 @@ def test_dagrun_timeout_fails_the_run_and_stops_its_running_try(
     assert "timed out (dagrun_timeout)" in fleet.log("scheduler")
 
 
+def test_fail_fast_stops_the_running_try_and_skips_what_has_not_run(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    fleet.trigger("fail_fast_run", "r1", {"pid_file": str(pid_file)})
+    fleet.wait_for(pid_file.exists, timeout=30, what="the task's pid")
+    pid = int(pid_file.read_text())
+    assert fleet.wait_run("fail_fast_run", "r1", timeout=60) == "failed"
+    states = {
+        task_id: state for task_id, (state, _) in fleet.task_states("fail_fast_run", "r1").items()
+    }
+    assert states == {"bad": "failed", "sleepy": "failed", "after": "skipped"}
+    fleet.wait_for(lambda: gone(pid), timeout=20, what=f"the task process {pid} to end")
+
+
 def gone(pid: int) -> bool:
     """Whether ``pid`` has exited (a zombie not yet reaped has too)."""
     try:
