@@ -119,6 +119,7 @@ class DAG:
             raise DagDefinitionError(f"DAG {self.dag_id}: duplicate task id {task.task_id!r}")
         if self.run_options.fail_fast:
             check_fail_fast_rule(self.dag_id, task.task_id, str(task.options.trigger_rule))
+        task.options = self.run_options.bound(task.options)
         task.dag = self
         self.tasks[task.task_id] = task
         if task.task_group is not None:

@@ -9,7 +9,7 @@ is refused here, in one line naming the DAG or task, never met later by the sche
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tradewind.exceptions import DagDefinitionError
@@ -61,6 +61,15 @@ class RunOptions:
             keys["fail_fast"] = True
         return keys
 
+    def bound(self, options: Any) -> Any:
+        """A task's options with its ``end_date`` no later than the DAG's, as Airflow bounds a
+        task by its DAG (``options`` unchanged when the DAG has none or the task's is earlier:
+        a decorator's options are shared by every task it made)."""
+        own = options.end_date
+        if self.end_date is None or (own is not None and own <= self.end_date):
+            return options
+        return replace(options, end_date=self.end_date)
+
 
 def check_fail_fast_rule(dag_id: str, task_id: str, trigger_rule: str) -> None:
     """A ``fail_fast`` DAG stops everything at the first failure: a task meant to run after
@@ -73,9 +82,16 @@ def check_fail_fast_rule(dag_id: str, task_id: str, trigger_rule: str) -> None:
 
 
 def aware_date(where: str, name: str, value: Any) -> dt.datetime | None:
-    """A datetime (naive ones read as UTC, as ``start_date``); anything else refused."""
+    """A datetime or an ISO 8601 text (naive ones read as UTC, as ``start_date``)."""
     if value is None:
         return None
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise DagDefinitionError(
+                f"{where}: {name} must be a datetime or an ISO 8601 date, got {value!r}"
+            ) from None
     if not isinstance(value, dt.datetime):
         raise DagDefinitionError(f"{where}: {name} must be a datetime, got {value!r}")
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)

@@ -207,3 +207,11 @@ def test_a_task_past_its_end_date_gets_no_task_instance(session: Session) -> Non
     assert set(states(session, late)) == {"new"}
     assert one_pass(session, late) == ["new"]  # nothing upstream to wait for, as if removed
     assert set(states(session, run_on(session, "ends", 4, "backfill"))) == {"old", "new"}
+
+
+def test_a_run_after_every_tasks_end_date_has_nothing_to_do_and_succeeds(session: Session) -> None:
+    store_dag(session, "over", {"t": task_spec(end_date=START.isoformat())})
+    run = run_on(session, "over", 5, run_type="manual")
+    assert states(session, run) == {}
+    one_pass(session, run)
+    assert run.state == DagRunState.SUCCESS

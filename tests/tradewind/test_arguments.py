@@ -104,7 +104,7 @@ def test_a_task_argument_not_supported_is_refused_naming_it(
         ({"schedule_interval": "@daily"}, "Airflow 3 renamed it schedule"),
         ({"dagrun_timeout": 3600}, "DAG refused: dagrun_timeout must be a positive timedelta"),
         ({"default_args": {"email": ["a@b"]}}, "default_args: argument 'email' is not supported"),
-        ({"end_date": "2030-01-01"}, "DAG refused: end_date must be a datetime"),
+        ({"end_date": "the first of May"}, "DAG refused: end_date must be a datetime"),
         ({"fail_fast": "yes"}, "DAG refused: fail_fast must be True or False"),
         ({"is_paused_upon_creation": 1}, "is_paused_upon_creation must be True, False or None"),
     ],

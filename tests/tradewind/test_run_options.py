@@ -62,6 +62,16 @@ def test_dag_options_reach_the_structure_only_when_set() -> None:
     assert not keys & {"dagrun_timeout_seconds", "end_date", "fail_fast", "depends_on_past"}
 
 
+def test_a_task_ends_no_later_than_its_dag() -> None:
+    with DAG("bounded", end_date=dt.datetime(2030, 6, 1)) as built:
+        noop()
+        noop.override(end_date="2030-01-01")()  # an ISO text, as default_args may give
+        noop.override(end_date=dt.datetime(2031, 1, 1))()
+    ends = {tid: spec["end_date"][:10] for tid, spec in built.structure()["tasks"].items()}
+    assert ends == {"noop": "2030-06-01", "noop__1": "2030-01-01", "noop__2": "2030-06-01"}
+    assert noop.options.end_date is None  # the decorator's own options are left alone
+
+
 def test_a_fail_fast_dag_refuses_a_trigger_rule_that_waits_for_a_failure() -> None:
     refused = pytest.raises(DagDefinitionError, match="DAG ff: task noop: a fail_fast DAG takes")
     with refused, DAG("ff", fail_fast=True):
