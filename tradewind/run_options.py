@@ -110,6 +110,8 @@ def task_run_structure(options: Any) -> dict[str, Any]:
         keys["depends_on_past"] = True
     if options.wait_for_downstream:
         keys["wait_for_downstream"] = True
+    if options.ignore_first_depends_on_past:
+        keys["ignore_first_depends_on_past"] = True
     if options.end_date is not None:
         keys["end_date"] = options.end_date.isoformat()
     return keys
@@ -121,6 +123,9 @@ def check_task_run_options(options: Any) -> None:
     where = f"task {options.task_id}" if options.task_id else "task"
     options.depends_on_past = _flag(where, "depends_on_past", options.depends_on_past)
     options.wait_for_downstream = _flag(where, "wait_for_downstream", options.wait_for_downstream)
+    options.ignore_first_depends_on_past = _flag(
+        where, "ignore_first_depends_on_past", options.ignore_first_depends_on_past
+    )
     if options.wait_for_downstream:
         options.depends_on_past = True
     options.end_date = aware_date(where, "end_date", options.end_date)

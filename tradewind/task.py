@@ -74,6 +74,7 @@ class TaskOptions:
     # of its downstream); not run in a run whose logical date is after end_date.
     depends_on_past: bool = False
     wait_for_downstream: bool = False
+    ignore_first_depends_on_past: bool = False
     end_date: dt.datetime | None = None
 
     def __post_init__(self) -> None:

@@ -88,6 +88,7 @@ class TaskSpec(_Frozen):
     # its downstream); no task instance in a run whose logical date is after end_date.
     depends_on_past: bool = False
     wait_for_downstream: bool = False
+    ignore_first_depends_on_past: bool = False
     end_date: str | None = None
 
     @property

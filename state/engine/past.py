@@ -6,7 +6,9 @@ runs aside) is not all ``success`` or ``skipped``, or has no task instance at al
 ``wait_for_downstream``, also while a task instance of that task's direct downstream in the
 previous run is not. The first run of a DAG, the first run of a backfill (by logical date)
 and a run without a logical date wait for nothing. A previous try cleared, removed or failed
-holds the task, as in Airflow, until it is run again or marked.
+holds the task, as in Airflow, until it is run again or marked; so does a previous run without
+the task (added to the DAG since), unless ``ignore_first_depends_on_past`` and no earlier run has
+it either.
 
 Nothing in the waiting run changes when the previous run moves on, so its task counts cannot
 tell the scheduler's loop to look again (``scheduler/run_watch.py``): the runs a pass in this
@@ -75,7 +77,33 @@ def tasks_held(
         if tasks[task_id].wait_for_downstream:
             needed.update(tasks[task_id].downstream)
     states = _states_in(session, run.dag_id, previous, needed)
-    return {task_id for task_id in task_ids if _held(tasks, task_id, states)}
+    held = {task_id for task_id in task_ids if _held(tasks, task_id, states)}
+    return held - _never_run_before(session, run, structure, held - states.keys())
+
+
+def _never_run_before(
+    session: Session, run: DagRun, structure: DagStructure, absent: Collection[str]
+) -> set[str]:
+    """Those of ``absent`` (no task instance in the previous run) with
+    ``ignore_first_depends_on_past`` that have none in any earlier run either: new to the DAG."""
+    asking = [
+        task_id for task_id in absent if structure.tasks[task_id].ignore_first_depends_on_past
+    ]
+    if not asking:
+        return set()
+    seen = session.scalars(
+        select(TaskInstance.task_id)
+        .join(
+            DagRun, (DagRun.dag_id == TaskInstance.dag_id) & (DagRun.run_id == TaskInstance.run_id)
+        )
+        .where(
+            TaskInstance.dag_id == run.dag_id,
+            TaskInstance.task_id.in_(asking),
+            DagRun.logical_date < run.logical_date,
+        )
+        .distinct()
+    )
+    return set(asking) - set(seen)
 
 
 def _held(tasks: Mapping[str, Any], task_id: str, states: Mapping[str, list[TI]]) -> bool:

@@ -112,6 +112,20 @@ def test_the_first_run_of_a_backfill_waits_for_nothing_and_the_next_waits_for_it
     assert one_pass(session, later) == []
 
 
+def test_a_task_new_to_the_dag_waits_unless_it_ignores_its_first_past(session: Session) -> None:
+    store_dag(session, "grows", {"old": task_spec()})
+    run_on(session, "grows", 1)
+    tasks = {
+        "strict": task_spec(depends_on_past=True),
+        "lenient": task_spec(depends_on_past=True, ignore_first_depends_on_past=True),
+    }
+    store_dag(session, "grows", tasks)
+    second = run_on(session, "grows", 2)
+    assert one_pass(session, second) == ["lenient"]  # never run before: nothing to wait for
+    third = run_on(session, "grows", 3)
+    assert one_pass(session, third) == []  # the second run has it now: waited for
+
+
 def test_a_task_without_depends_on_past_never_waits(session: Session) -> None:
     store_dag(session, "free", {"t": task_spec()})
     run_on(session, "free", 1)

@@ -21,13 +21,14 @@ def test_task_options_reach_the_structure_and_wait_for_downstream_implies_the_pa
     with DAG("past", default_args={"depends_on_past": True}) as built:
         noop()
         noop.override(wait_for_downstream=True, depends_on_past=False)()
-        noop.override(end_date=dt.datetime(2030, 1, 1))()
+        noop.override(end_date=dt.datetime(2030, 1, 1), ignore_first_depends_on_past=True)()
     tasks = built.structure()["tasks"]
     assert tasks["noop"]["depends_on_past"] is True
     assert "wait_for_downstream" not in tasks["noop"]
     assert tasks["noop__1"]["depends_on_past"] is True  # as Airflow: waiting implies the past
     assert tasks["noop__1"]["wait_for_downstream"] is True
     assert tasks["noop__2"]["end_date"] == "2030-01-01T00:00:00+00:00"  # naive reads as UTC
+    assert tasks["noop__2"]["ignore_first_depends_on_past"] is True
     assert built.get_task("noop__1").depends_on_past  # read like an operator's attribute
 
 
