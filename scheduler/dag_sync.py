@@ -35,7 +35,7 @@ from tradewind.dag import DAG
 from tradewind.loader import DagBag, ParsedDag
 
 #: Structure keys whose change makes the next scheduled run be computed afresh.
-_SCHEDULE_KEYS = ("schedule", "start_date", "catchup", "timetable", "timezone")
+_SCHEDULE_KEYS = ("schedule", "start_date", "catchup", "timetable", "timezone", "end_date")
 
 
 @dataclass
@@ -103,7 +103,7 @@ def _store_dag(session: Session, model: DagModel | None, parsed: ParsedDag) -> b
             "fileloc": fileloc,
             "structure": structure,
             "version_hash": version,
-            "is_paused": False,
+            "is_paused": bool(dag.run_options.is_paused_upon_creation),
             "is_active": True,
             "last_parsed_at": utcnow(),
         }

@@ -42,7 +42,10 @@ from state.engine import (
     find_zombies,
     give_up_try,
     resend_queued,
+    time_out_run,
+    timed_out_runs,
     try_schedule_run,
+    waits_on_past,
 )
 from state.records import purge_expired_states
 from tradewind.dag import DAG
@@ -122,6 +125,7 @@ class Scheduler:
         self.sync_if_changed()
         self._create_due_runs(stats)
         stats.created += len(create_asset_triggered_runs(self.url))
+        self._time_out_runs()
         self._schedule_runs(stats)
         self._rescue_stalled_queued(stats)
         self._reap_zombies(stats)
@@ -176,10 +180,22 @@ class Scheduler:
                 ready = try_schedule_run(session, view.run_pk)
             if ready is None:
                 continue  # another process holds the run: look again next loop
-            self._watch.passed(view)
+            if not waits_on_past(view.run_pk):  # else its previous run may release it
+                self._watch.passed(view)
             self._publish(ready)
             stats.runs += 1
             stats.queued += len(ready)
+
+    def _time_out_runs(self) -> None:
+        """Fail the runs past their DAG's ``dagrun_timeout`` (state/engine/run_life.py)."""
+        now = utcnow()
+        with session_scope(self.url) as session:
+            expired = timed_out_runs(session, now)
+        for run in expired:
+            with session_scope(self.url) as session:
+                if not time_out_run(session, run.run_pk, now):
+                    continue  # another process holds it: looked at again next loop
+            log.warning("run %s of %s timed out (dagrun_timeout): failed", run.run_id, run.dag_id)
 
     def _rescue_stalled_queued(self, stats: LoopStats) -> None:
         now = utcnow()

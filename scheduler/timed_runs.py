@@ -40,6 +40,11 @@ class DueDag:
     partitioned: bool = False
     # A DAG scheduled by a timetable object (``spec.schedule`` is then unused).
     timetable: Timetable | None = None
+    # The DAG's end_date: no scheduled run has a logical date after it.
+    end_date: dt.datetime | None = None
+
+    def past_end(self, interval: Interval) -> bool:
+        return self.end_date is not None and interval[1] > self.end_date
 
 
 def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
@@ -58,10 +63,14 @@ def due_dags(session: Session, now: dt.datetime) -> list[DueDag]:
             due += _timetable_dag(dag_id, structure)
         elif structure.schedule is not None:
             spec = _schedule_of(structure.schedule, structure)
-            due.append(
-                DueDag(dag_id, spec, structure.max_active_runs, structure.partitioned_by_cron)
-            )
+            partitioned = structure.partitioned_by_cron
+            end = _end_date(structure)
+            due.append(DueDag(dag_id, spec, structure.max_active_runs, partitioned, end_date=end))
     return due
+
+
+def _end_date(structure: DagStructure) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(structure.end_date) if structure.end_date else None
 
 
 def _timetable_dag(dag_id: str, structure: DagStructure) -> list[DueDag]:
@@ -72,7 +81,8 @@ def _timetable_dag(dag_id: str, structure: DagStructure) -> list[DueDag]:
         log.error("DAG %s: its timetable cannot be rebuilt: %s", dag_id, error)
         return []
     spec = _schedule_of("", structure)
-    return [DueDag(dag_id, spec, structure.max_active_runs, timetable=timetable)]
+    end = _end_date(structure)
+    return [DueDag(dag_id, spec, structure.max_active_runs, timetable=timetable, end_date=end)]
 
 
 def _schedule_of(schedule: str, structure: DagStructure) -> ScheduleSpec:
@@ -85,12 +95,15 @@ def create_due_runs(session: Session, due: DueDag, now: dt.datetime) -> list[str
     """Create the DAG's runs that are due (at most up to ``max_active_runs`` active)."""
     if due.timetable is not None:
         spec = due.spec
-        restriction = TimeRestriction(spec.start_date, None, spec.catchup)
+        restriction = TimeRestriction(spec.start_date, due.end_date, spec.catchup)
         room = due.max_active_runs - _active_runs(session, due.dag_id)
         return create_timetable_runs(session, due.dag_id, due.timetable, restriction, room, now)
     created: list[str] = []
     interval = next_interval(due.spec, _last_end(session, due.dag_id), now)
     while interval is not None and interval[1] <= now:
+        if due.past_end(interval):
+            interval = None  # past the DAG's end_date: it never runs on its own again
+            break
         if _active_runs(session, due.dag_id) >= due.max_active_runs:
             return created  # next_dagrun_after stays due: looked at again next loop
         run_id = _create(session, due, interval)

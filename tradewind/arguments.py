@@ -20,13 +20,9 @@ REMOVED_IN_AIRFLOW_3 = {
 
 #: Accepted only at their default: anything else needs the scheduler to do what they ask.
 DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
-    "depends_on_past": (False, "a task waiting for its previous run is not supported yet"),
-    "wait_for_downstream": (False, "waiting for the previous run is not supported yet"),
     "pool_slots": (1, "a task takes one slot of its pool"),
     "priority_weight": (1, "the scheduler queues tasks in DAG order, without weights"),
     "weight_rule": ("downstream", "the scheduler queues tasks in DAG order, without weights"),
-    "dagrun_timeout": (None, "a run is never timed out yet"),
-    "end_date": (None, "runs without an end date only"),
     "deferrable": (False, "needs the triggerer, not in Tradewind yet; use mode='reschedule'"),
 }
 

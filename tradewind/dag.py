@@ -23,6 +23,7 @@ from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
 from tradewind.partition_specs import partition_mappers_of
 from tradewind.partitions import CronPartitionTimetable, time_schedule_of
+from tradewind.run_options import RunOptions, check_fail_fast_rule, task_run_structure
 from tradewind.setup_teardown import control_flow_structure
 from tradewind.standard.options import check_owner_links, task_doc_md
 from tradewind.task import Task, check_default_args
@@ -63,6 +64,7 @@ class DAG:
         renamed: dict[str, Any] = {"schedule": schedule, "max_active_tasks": max_active_tasks}
         take_airflow2_arguments(dag_id, renamed, other)
         schedule, max_active_tasks = renamed["schedule"], renamed["max_active_tasks"]
+        self.run_options = RunOptions.of(dag_id, other)
         take_default_only(f"DAG {dag_id}", other)
         refuse_unsupported(f"DAG {dag_id}", other)
         self.dag_id = dag_id
@@ -127,6 +129,9 @@ class DAG:
     def add_task(self, task: Task) -> None:
         if self._taken(task.task_id):
             raise DagDefinitionError(f"DAG {self.dag_id}: duplicate task id {task.task_id!r}")
+        if self.run_options.fail_fast:
+            check_fail_fast_rule(self.dag_id, task.task_id, str(task.options.trigger_rule))
+        task.options = self.run_options.bound(task.options)
         task.dag = self
         self.tasks[task.task_id] = task
         if task.task_group is not None:
@@ -182,6 +187,7 @@ class DAG:
             # Only a DAG scheduled by a timetable object has it: the others keep their hashes.
             **({"timetable": self._timetable} if self._timetable else {}),
             **timezone_structure(self.schedule, self.start_date),
+            **self.run_options.structure(),
         }
 
     def _partition_structure(self) -> dict[str, Any]:
@@ -252,6 +258,7 @@ def _task_structure(task: Task) -> dict[str, Any]:
         **control_flow_structure(task),
         # What an operator adds for the store (an ExternalTaskMarker's target): others add nothing.
         **getattr(task.operator, "extra_structure", dict)(),
+        **task_run_structure(options),
     }
 
 

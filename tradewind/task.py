@@ -22,6 +22,7 @@ from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
 from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
+from tradewind.run_options import check_task_run_options
 from tradewind.standard.options import check_task_options
 from tradewind.trigger_rules import TriggerRule, trigger_rule_of
 from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
@@ -78,8 +79,15 @@ class TaskOptions:
     doc_rst: str | None = None
     doc_json: str | None = None
     doc_yaml: str | None = None
+    # Across runs (tradewind/run_options.py): wait for the previous run's try of this task (and
+    # of its downstream); not run in a run whose logical date is after end_date.
+    depends_on_past: bool = False
+    wait_for_downstream: bool = False
+    ignore_first_depends_on_past: bool = False
+    end_date: dt.datetime | None = None
 
     def __post_init__(self) -> None:
+        check_task_run_options(self)
         self.retry_delay = as_timedelta(self.retry_delay, "retry_delay")
         self.execution_timeout = as_timedelta(self.execution_timeout, "execution_timeout")
         self.max_retry_delay = as_timedelta(self.max_retry_delay, "max_retry_delay")

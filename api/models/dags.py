@@ -146,12 +146,22 @@ def dag_details(
         catchup=view.catchup,
         doc_md=view.doc_md,
         start_date=start,
+        end_date=_date(view.end_date),
+        dag_run_timeout=(
+            dt.timedelta(seconds=view.dagrun_timeout_seconds)
+            if view.dagrun_timeout_seconds is not None
+            else None
+        ),
         params=params_described(model),
         last_parsed=model.last_parsed_at,
         active_runs_count=active_runs,
         concurrency=view.max_active_tasks,
         latest_dag_version=dag_version(model),
     )
+
+
+def _date(text: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(text) if text else None
 
 
 def time_delta(seconds: float | None) -> dict[str, Any] | None:
@@ -207,6 +217,9 @@ def task_response(task_id: str, task: TaskSpec) -> TaskResponse:
         task_id=task_id,
         task_display_name=task_id,
         trigger_rule=task.trigger_rule,
+        depends_on_past=task.depends_on_past,
+        wait_for_downstream=task.wait_for_downstream,
+        end_date=_date(task.end_date),
         retries=task.retries,
         queue=task.queue,
         pool=task.pool,

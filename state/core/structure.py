@@ -95,6 +95,12 @@ class TaskSpec(_Frozen):
     is_teardown: bool = False
     on_failure_fail_dagrun: bool = False
     external_marker: MarkerSpec | None = None
+    # Across runs (state/engine/past.py): wait for the previous run's try of this task (and of
+    # its downstream); no task instance in a run whose logical date is after end_date.
+    depends_on_past: bool = False
+    wait_for_downstream: bool = False
+    ignore_first_depends_on_past: bool = False
+    end_date: str | None = None
 
     @property
     def decides_run(self) -> bool:
@@ -154,6 +160,11 @@ class DagStructure(_Frozen):
     timetable: Mapping[str, Any] | None = None
     # The timezone a cron ``schedule`` is read in (the start date's), when not UTC.
     timezone: str = "UTC"
+    # A run's life (state/engine/run_life.py): failed when running longer than the timeout; no
+    # scheduled run after end_date; the first failure stops the rest of the run (fail_fast).
+    dagrun_timeout_seconds: float | None = None
+    end_date: str | None = None
+    fail_fast: bool = False
 
     @cached_property
     def memo(self) -> dict[Any, Any]:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     )
     from state.engine.marker_clear import MarkerDepthExceeded
     from state.engine.outcomes import Failed, Outcome, Rescheduled, Skipped, Succeeded
+    from state.engine.past import waits_on_past
     from state.engine.pools import (
         PoolRefused,
         delete_pool,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         set_pool,
     )
     from state.engine.readiness import decide
+    from state.engine.run_life import time_out_run, timed_out_runs
     from state.engine.run_wake import RunWakeups
     from state.engine.runs import (
         RunExists,
@@ -119,7 +121,10 @@ _MODULE_OF = {
     "schedule_run_by_pk": "scheduling",
     "set_paused": "backfills",
     "set_pool": "pools",
+    "time_out_run": "run_life",
+    "timed_out_runs": "run_life",
     "try_schedule_run": "scheduling",
+    "waits_on_past": "past",
 }
 
 __all__ = [
@@ -171,8 +176,11 @@ __all__ = [
     "set_paused",
     "set_pool",
     "task_states_at",
+    "time_out_run",
+    "timed_out_runs",
     "trigger_run",
     "try_schedule_run",
+    "waits_on_past",
 ]
 
 

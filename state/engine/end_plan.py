@@ -110,11 +110,14 @@ def plan_end(
 
 
 def _single_successor(structure: DagStructure, spec: TaskSpec) -> str | None:
-    """The one downstream task of ``spec``, if it is unmapped and in the same pool."""
+    """The one downstream task of ``spec``, if it is unmapped, in the same pool and waits for
+    no previous run (only a full pass reads that: ``state.engine.past``)."""
     if len(spec.downstream) != 1:
         return None
     successor = structure.tasks.get(spec.downstream[0])
     if successor is None or successor.mapping is not None or successor.pool != spec.pool:
+        return None
+    if successor.depends_on_past:
         return None
     return spec.downstream[0]
 

@@ -31,6 +31,7 @@ from state.core import (
     utcnow,
 )
 from state.engine.marker_clear import MarkerHop, marked_clears
+from state.engine.run_life import tasks_in_run
 from state.engine.run_wake import notify_run_created
 from state.records import refers_to_object
 
@@ -53,7 +54,8 @@ def get_dag_model(session: Session, dag_id: str) -> DagModel:
 
 
 def task_instance_rows(run: DagRun, tasks: Mapping[str, TaskSpec]) -> list[dict[str, Any]]:
-    """The rows of a ``none`` task instance per task of ``tasks`` in ``run``, for one INSERT."""
+    """The rows of a ``none`` task instance per task of ``tasks`` in ``run``, for one INSERT
+    (none for a task whose ``end_date`` is before the run's logical date)."""
     return [
         {
             "dag_id": run.dag_id,
@@ -66,7 +68,7 @@ def task_instance_rows(run: DagRun, tasks: Mapping[str, TaskSpec]) -> list[dict[
             "queue": spec.queue,
             "pool": spec.pool,
         }
-        for task_id, spec in tasks.items()
+        for task_id, spec in tasks_in_run(tasks, run).items()
     ]
 
 

@@ -36,8 +36,10 @@ from state.core import (
 )
 from state.engine.backfills import BACKFILL, holds_back
 from state.engine.mapping import expand_mapped
+from state.engine.past import hold_for_past
 from state.engine.pools import may_start_run, room_to_queue
 from state.engine.readiness import TIRow, evaluate, run_outcome
+from state.engine.run_life import stop_the_rest
 from state.engine.runs import mark_run_started, verify_integrity
 
 TI = TaskInstanceState
@@ -99,7 +101,9 @@ def schedule_run(
     rows = session.execute(_RUN_ROWS, {"dag_id": run.dag_id, "run_id": run.run_id}).all()
     states = {row.id: TI(row.state) for row in rows}
     _remove_gone(session, structure, rows, states)
-    _apply_decisions(session, structure, rows, states, now)
+    if structure.fail_fast:
+        stop_the_rest(session, structure, rows, states, now)
+    _apply_decisions(session, run, structure, rows, states, now)
     _schedule_due(session, rows, states, now)
     pools = {row.id: row.pool for row in rows}
     enqueued = _queue_scheduled(session, run.dag_id, structure, pools, states, now)
@@ -144,12 +148,15 @@ def _schedule_due(
 
 def _apply_decisions(
     session: Session,
+    run: DagRun,
     structure: DagStructure,
     rows: Any,
     states: dict[int, TaskInstanceState],
     now: dt.datetime,
 ) -> None:
-    decisions = evaluate(structure, [TIRow(r.id, r.task_id, r.state) for r in rows])
+    # ``states``, not the rows read: fail_fast may have finished some since.
+    decisions = evaluate(structure, [TIRow(r.id, r.task_id, states[r.id]) for r in rows])
+    decisions.schedule = hold_for_past(session, run, structure, rows, decisions.schedule)
     expand_mapped(session, structure, rows, decisions)  # .expand / .batch: state/engine/mapping.py
     for target in (TI.SCHEDULED, TI.UPSTREAM_FAILED, TI.SKIPPED):
         ids = decisions.target(target)

@@ -83,7 +83,7 @@ def test_default_args_fill_what_the_task_does_not_set() -> None:
             {"sla": dt.timedelta(hours=1)},
             "argument 'sla' is not supported (Airflow 3 removed SLAs)",
         ),
-        ({"depends_on_past": True}, "depends_on_past is not supported"),
+        ({"depends_on_past": "yes"}, "depends_on_past must be True or False"),
         ({"pool_slots": 2}, "pool_slots is not supported"),
         ({"priority_weight": 10}, "priority_weight is not supported"),
         ({"email_on_failure": True}, "argument 'email_on_failure' is not supported"),
@@ -102,9 +102,11 @@ def test_a_task_argument_not_supported_is_refused_naming_it(
     [
         ({"sla_miss_callback": print}, "argument 'sla_miss_callback' is not supported"),
         ({"schedule_interval": "@daily", "schedule": "@daily"}, "both schedule_interval and"),
-        ({"dagrun_timeout": dt.timedelta(hours=1)}, "dagrun_timeout is not supported"),
+        ({"dagrun_timeout": 3600}, "DAG refused: dagrun_timeout must be a positive timedelta"),
         ({"default_args": {"email": ["a@b"]}}, "default_args: argument 'email' is not supported"),
-        ({"default_args": {"depends_on_past": True}}, "depends_on_past is not supported"),
+        ({"end_date": "the first of May"}, "DAG refused: end_date must be a datetime"),
+        ({"fail_fast": "yes"}, "DAG refused: fail_fast must be True or False"),
+        ({"is_paused_upon_creation": 1}, "is_paused_upon_creation must be True, False or None"),
     ],
 )
 def test_a_dag_argument_not_supported_is_refused_naming_it(
