@@ -19,6 +19,7 @@ from tradewind import dag_context
 from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.dag_context import current_dag
 from tradewind.dependencies import DependencyMixin
+from tradewind.emails import check_email_options
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
 from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
@@ -69,6 +70,13 @@ class TaskOptions:
     # Assets (tradewind/assets.py): what a success updates, and what the task reads.
     outlets: Sequence[Any] = ()
     inlets: Sequence[Any] = ()
+    # Email alerts, sent by the supervisor when a try fails for good or goes up for retry
+    # (worker/supervisor/emails.py); as in Airflow, both flags are on once ``email`` is set.
+    email: str | Sequence[str] | None = None
+    email_on_failure: bool = True
+    email_on_retry: bool = True
+    # A mapped task instance's name, rendered after its try (tradewind/map_index_names.py).
+    map_index_template: str | None = None
 
     def __post_init__(self) -> None:
         self.retry_delay = as_timedelta(self.retry_delay, "retry_delay")
@@ -92,6 +100,7 @@ class TaskOptions:
             raise DagDefinitionError(f"retries must be an integer >= 0, got {self.retries!r}")
         if self.task_concurrency < 1:
             raise DagDefinitionError(f"task_concurrency must be >= 1, got {self.task_concurrency}")
+        check_email_options(self.email, self.email_on_failure, self.email_on_retry)
 
 
 def _backoff(value: Any) -> float:

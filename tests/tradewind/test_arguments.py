@@ -86,7 +86,7 @@ def test_default_args_fill_what_the_task_does_not_set() -> None:
         ({"depends_on_past": True}, "depends_on_past is not supported"),
         ({"pool_slots": 2}, "pool_slots is not supported"),
         ({"priority_weight": 10}, "priority_weight is not supported"),
-        ({"email_on_failure": True}, "argument 'email_on_failure' is not supported"),
+        ({"email_on_failure": "yes"}, "email_on_failure must be True or False, got 'yes'"),
         ({"retry_exponential_backoff": 0.5}, "retry_exponential_backoff must be"),
     ],
 )
@@ -103,7 +103,7 @@ def test_a_task_argument_not_supported_is_refused_naming_it(
         ({"sla_miss_callback": print}, "argument 'sla_miss_callback' is not supported"),
         ({"schedule_interval": "@daily"}, "Airflow 3 renamed it schedule"),
         ({"dagrun_timeout": dt.timedelta(hours=1)}, "dagrun_timeout is not supported"),
-        ({"default_args": {"email": ["a@b"]}}, "default_args: argument 'email' is not supported"),
+        ({"default_args": {"sla": 1}}, "default_args: argument 'sla' is not supported"),
         ({"default_args": {"depends_on_past": True}}, "depends_on_past is not supported"),
     ],
 )
