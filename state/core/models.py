@@ -181,6 +181,8 @@ class TaskInstance(Base):
     fence_token: Mapped[str | None] = mapped_column(String(64), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     items_total: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # A mapped task's name for this index: its map_index_template rendered by the last try.
+    rendered_map_index: Mapped[str | None] = mapped_column(String(250), nullable=True)
 
 
 class XCom(Base):

@@ -20,13 +20,14 @@ from tradewind.connections import is_sensitive
 from worker import wire as p
 from worker.state_store import serving as state
 from worker.supervisor import asset_requests as assets
+from worker.supervisor import context_requests
 from worker.supervisor.request_table import HANDLERS, handles
 from worker.supervisor.try_context import TryContext, answer
 from worker.xcom import serving
 
 # The other modules of handlers: importing them registers theirs, so the table is whole once
 # this module is imported (worker/supervisor/request_table.py).
-HANDLER_MODULES = (serving, state, assets)
+HANDLER_MODULES = (serving, state, assets, context_requests)
 
 
 @handles

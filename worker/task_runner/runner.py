@@ -35,6 +35,7 @@ from tradewind.xcom_arg import RETURN_VALUE, XComArg
 from worker import wire as p
 from worker.process import set_signal_handler
 from worker.task_runner.lookups import connection_of, variable_of
+from worker.task_runner.map_index_names import send_rendered_name
 from worker.task_runner.mapping import (
     check_mappable,
     expanded_arguments,
@@ -128,6 +129,14 @@ class Client:
     def clear_state(self, key_suffix: str = "") -> None:
         self.request(p.ClearStateValues(key_suffix=key_suffix))
 
+    def run_facts(self) -> dict[str, Any]:
+        reply = self.request(p.GetRunFacts())
+        assert isinstance(reply, p.RunFactsResult)
+        return reply.model_dump()
+
+    def set_rendered_map_index(self, name: str) -> None:
+        self.request(p.SetRenderedMapIndex(rendered_map_index=name))
+
     def asset_events(self, uri: str) -> list[dict[str, Any]]:
         reply = self.request(p.GetAssetEvents(uri=uri))
         assert isinstance(reply, p.AssetEventsResult)
@@ -204,6 +213,7 @@ def run_python_task(
         # A branch's choice is checked before anything is pushed.
         succeed = succeed_message(task, result, context["outlet_events"].items_to_send())
         push_result(client, task, result)
+        send_rendered_name(client, task, context)
         _callback(task.options.on_success_callback, context)
     except SkipTask as skip:
         client.request(p.SkipTask(reason=str(skip)))
@@ -254,6 +264,7 @@ def _report_failure(
             file=sys.stderr,
         )
     context["exception"] = error
+    send_rendered_name(client, task, context)
 
     def call_back() -> None:
         if not failure.retryable or details.try_number >= details.max_tries:
