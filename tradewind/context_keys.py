@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import lazy_object_proxy
 
 from tradewind import macros
+from tradewind.airflow2_names import AIRFLOW2_KEYS
 from tradewind.asset_events import AssetEventView
 from tradewind.assets import Asset, AssetAlias, InvalidAsset
 
@@ -27,20 +28,6 @@ PREV_SUCCESS_KEYS = {
     "prev_end_date_success": "end_date",
     "prev_data_interval_start_success": "data_interval_start",
     "prev_data_interval_end_success": "data_interval_end",
-}
-#: Airflow 2's context keys, and the Airflow 3 spelling each names in its warning.
-AIRFLOW2_KEYS = {
-    "execution_date": "logical_date",
-    "next_execution_date": "data_interval_end",
-    "prev_execution_date": "prev_data_interval_start_success",
-    "next_ds": "{{ data_interval_end | ds }}",
-    "next_ds_nodash": "{{ data_interval_end | ds_nodash }}",
-    "prev_ds": "{{ prev_data_interval_start_success | ds }}",
-    "prev_ds_nodash": "{{ prev_data_interval_start_success | ds_nodash }}",
-    "yesterday_ds": "{{ macros.ds_add(ds, -1) }}",
-    "yesterday_ds_nodash": "{{ macros.ds_add(ds, -1) }} without dashes",
-    "tomorrow_ds": "{{ macros.ds_add(ds, 1) }}",
-    "tomorrow_ds_nodash": "{{ macros.ds_add(ds, 1) }} without dashes",
 }
 
 

@@ -14,9 +14,8 @@ import time
 import uuid
 from datetime import timedelta
 
+# Its submodules (parser, relativedelta, tz) load on first use: dateutil imports them lazily.
 import dateutil
-import dateutil.parser
-import dateutil.relativedelta
 
 datetime = _dt.datetime
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tradewind import dag_context
+from tradewind.airflow2_names import note_airflow2_names
 from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.dag_context import current_dag
 from tradewind.dependencies import DependencyMixin
@@ -288,6 +289,7 @@ def add_task(
         label=label,
     )
     dag.add_task(task)
+    note_airflow2_names(function, (args, kwargs, task.options.templates_dict))
     for upstream in find_xcom_args((args, kwargs, mapping)):
         task.set_upstream(upstream.task)
     return task
