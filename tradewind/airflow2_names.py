@@ -3,7 +3,7 @@
 Tradewind gives a task ``execution_date``, ``next_ds``, ``prev_ds``, ``yesterday_ds``... as
 Airflow 2 did (``tradewind/context_keys.py``); a DAG file that uses one is told the Airflow 3
 spelling. What is looked at is what costs nothing to look at while a task is made: the parameter
-names of its function, and its templated strings (those holding ``{{``, ``{%`` or ``{#``).
+names of its function, and the ``{{ ... }}`` / ``{% ... %}`` blocks of its templated strings.
 Template files and ``**context`` reads are not seen.
 """
 
@@ -32,7 +32,8 @@ AIRFLOW2_KEYS = {
 }
 
 _IN_TEMPLATE = re.compile(r"\b(" + "|".join(sorted(AIRFLOW2_KEYS, key=len, reverse=True)) + r")\b")
-_MARKS = ("{{", "{%", "{#")
+_BLOCK = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.DOTALL)
+_MARKS = ("{{", "{%")
 
 
 def note_airflow2_names(function: Any, templated: Iterable[Any]) -> None:
@@ -58,7 +59,8 @@ def _in_templates(values: Iterable[Any]) -> set[str]:
         value = pending.pop()
         if isinstance(value, str):
             if any(mark in value for mark in _MARKS):
-                found.update(_IN_TEMPLATE.findall(value))
+                for block in _BLOCK.finditer(value):
+                    found.update(_IN_TEMPLATE.findall(block.group(0)))
         elif isinstance(value, list | tuple | set):
             pending.extend(value)
         elif isinstance(value, dict):
