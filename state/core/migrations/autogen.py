@@ -28,7 +28,8 @@ from state.core import alembic_config, check_models_match, get_engine, upgrade
 def next_revision_id(config: Config) -> str:
     """The number after the highest numbered head, four digits wide ("0002" after "0001")."""
     heads = ScriptDirectory.from_config(config).get_heads()
-    numbers = [int(head) for head in heads if head.isdigit()]
+    # A branch's own head is "0009_name" until the branches are merged and renumbered.
+    numbers = [int(number) for head in heads if (number := head.split("_")[0]).isdigit()]
     return f"{max(numbers, default=0) + 1:04d}"
 
 
