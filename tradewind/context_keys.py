@@ -39,7 +39,7 @@ class FactsClient(Protocol):
 
 def context_keys(details: Any, client: FactsClient) -> dict[str, Any]:
     """The keys this module adds to a try's context (``details``: the ``TaskDetails``)."""
-    facts: Callable[[], Mapping[str, Any]] = functools.cache(client.run_facts)
+    facts = _once(client.run_facts)
     keys: dict[str, Any] = {"macros": macros, **airflow2_keys(details)}
     for key, field in PREV_SUCCESS_KEYS.items():
         keys[key] = _lazy(functools.partial(_prev_success, facts, field))
@@ -48,6 +48,18 @@ def context_keys(details: Any, client: FactsClient) -> dict[str, Any]:
         lambda: TriggeringAssetEvents(facts()["triggering_asset_events"])
     )
     return keys
+
+
+def _once(ask: Callable[[], Mapping[str, Any]]) -> Callable[[], Mapping[str, Any]]:
+    """``ask``, called at most once (functools.cache costs more to make than a try uses)."""
+    answer: list[Mapping[str, Any]] = []
+
+    def facts() -> Mapping[str, Any]:
+        if not answer:
+            answer.append(ask())
+        return answer[0]
+
+    return facts
 
 
 def _prev_success(facts: Callable[[], Mapping[str, Any]], field: str) -> dt.datetime | None:
@@ -85,8 +97,9 @@ def airflow2_keys(details: Any) -> dict[str, Any]:
         ("yesterday", logical - dt.timedelta(days=1)),
         ("tomorrow", logical + dt.timedelta(days=1)),
     ):
-        keys[f"{name}_ds"] = when.strftime("%Y-%m-%d")
-        keys[f"{name}_ds_nodash"] = when.strftime("%Y%m%d")
+        ds = when.date().isoformat()  # a fifth of strftime's cost, on every try
+        keys[f"{name}_ds"] = ds
+        keys[f"{name}_ds_nodash"] = ds.replace("-", "")
     return keys
 
 
