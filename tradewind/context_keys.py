@@ -70,6 +70,12 @@ def _lazy(make: Callable[[], Any]) -> Any:
     return lazy_object_proxy.Proxy(make)
 
 
+def unwrap(value: Any) -> Any:
+    """The value a lazy key stands for (a task returning ``expanded_ti_count`` returns an int,
+    which JSON can hold; the proxy around it, JSON cannot)."""
+    return value.__wrapped__ if type(value) is lazy_object_proxy.Proxy else value
+
+
 def _date(text: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(text) if text else None
 

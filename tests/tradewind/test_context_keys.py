@@ -183,3 +183,12 @@ def test_a_task_naming_an_airflow2_key_gets_it_in_the_context_keys(key: str) -> 
     from tradewind.context import CONTEXT_KEYS
 
     assert key in CONTEXT_KEYS
+
+
+def test_a_lazy_value_returned_by_a_task_is_stored_as_what_it_stands_for() -> None:
+    from tradewind.context_keys import unwrap
+
+    keys = context_keys(details(), FactsClient(FACTS))
+
+    assert type(unwrap(keys["expanded_ti_count"])) is int
+    assert unwrap("plain") == "plain"

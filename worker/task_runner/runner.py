@@ -24,6 +24,7 @@ from tradewind import xcom_values
 from tradewind.asset_events import asset_context, take_metadata
 from tradewind.connections import Connection
 from tradewind.context import set_current_context
+from tradewind.context_keys import unwrap
 from tradewind.dag import DAG
 from tradewind.exceptions import FailTask, SkipTask
 from tradewind.loader import one_line_error
@@ -103,7 +104,7 @@ class Client:
 
     def set_xcom(self, key: str, value: Any) -> None:
         # The backend runs here; the supervisor gets the row and stores it as given.
-        row = self.xcoms.row(key, xcom_values.encode(value))
+        row = self.xcoms.row(key, xcom_values.encode(unwrap(value)))
         self.request(p.SetXCom(key=key, value=row))
 
     def get_connection(self, conn_id: str) -> Connection:
@@ -385,6 +386,7 @@ _SIGNATURE_OVERRIDES = ("__wrapped__", "__signature__", "_partialmethod", "__tex
 
 def push_result(client: Client, task: Task, result: Any) -> None:
     """The return value becomes the ``return_value`` XCom (and one XCom per key if asked)."""
+    result = unwrap(result)
     if result is None:
         if is_expanded(task):  # a map index's None keeps its place in the downstream list
             client.set_xcom(RETURN_VALUE, None)
