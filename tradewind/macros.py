@@ -1,18 +1,18 @@
 """``macros`` in a task's context and templates, as Airflow's: ``{{ macros.ds_add(ds, 7) }}``.
 
-The helpers (``ds_add``, ``ds_format``, ``datetime_diff_for_humans``) and the modules Airflow
-exposes under the same names (``datetime``, ``timedelta``, ``dateutil``, ``json``, ``time``,
-``uuid``, ``random``). Everything here is cheap to import: it is loaded once, before tasks fork.
+The helpers (``ds_add``, ``ds_format``, ``datetime_diff_for_humans``) and what Airflow exposes
+under the same names: the ``datetime`` and ``timedelta`` classes, the ``dateutil``, ``json``,
+``time`` and ``uuid`` modules, and ``random`` (the function, ``random.random``). Everything here is cheap to import: it is loaded once, before tasks fork.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import random
 import time
 import uuid
 from datetime import timedelta
+from random import random  # the function, as Airflow's macros.random
 
 # Its submodules (parser, relativedelta, tz) load on first use: dateutil imports them lazily.
 import dateutil

@@ -70,7 +70,7 @@ def test_macros_work_in_templates_and_from_the_module() -> None:
     assert rendered == "2024-03-17 10/03 2020 1 [1] True"
     assert tw_macros.ds_add("2024-03-10", -10) == "2024-02-29"
     assert tw_macros.dateutil.relativedelta.relativedelta(months=1).months == 1
-    assert 0 <= tw_macros.random.random() < 1 and tw_macros.time.time() > 0
+    assert 0 <= tw_macros.random() < 1 and tw_macros.time.time() > 0
     now = dt.datetime(2024, 1, 10, 12)
     assert tw_macros.datetime_diff_for_humans(now - 3 * DAY, now) == "3 days before"
     assert tw_macros.datetime_diff_for_humans(dt.datetime.now() + dt.timedelta(hours=2, minutes=1))
