@@ -2,7 +2,8 @@
 
 The helpers (``ds_add``, ``ds_format``, ``datetime_diff_for_humans``) and what Airflow exposes
 under the same names: the ``datetime`` and ``timedelta`` classes, the ``dateutil``, ``json``,
-``time`` and ``uuid`` modules, and ``random`` (the function, ``random.random``). Everything here is cheap to import: it is loaded once, before tasks fork.
+``time`` and ``uuid`` modules, and ``random`` (the function, ``random.random``). Everything
+here is cheap to import: it is loaded once, before tasks fork.
 """
 
 from __future__ import annotations
