@@ -113,8 +113,19 @@ def _duration(ti: TaskInstance, context: RowContext) -> float | None:
     return None if end is None else round((end - ti.start_date).total_seconds(), 3)
 
 
-def _map_index(map_index: int) -> str:
-    return "" if map_index < 0 else str(map_index)
+#: A mapped task instance's index and its name (its ``map_index_template`` rendered).
+MAP_KEYS = ("map_index", "rendered_map_index")
+
+
+def _map_keys(ti: TaskInstance, _: RowContext) -> dict[str, Any]:
+    return {"map_index": ti.map_index, "rendered_map_index": ti.rendered_map_index}
+
+
+def _map_text(value: Mapping[str, Any]) -> str:
+    if value["map_index"] < 0:
+        return ""
+    name = value["rendered_map_index"]
+    return f"{value['map_index']} {name}" if name else str(value["map_index"])
 
 
 def _error_line(ti: TaskInstance, _context: RowContext) -> str | None:
@@ -161,7 +172,7 @@ def next_try_text(value: str | None) -> str:
 #: cell that may be long.
 TASK_INSTANCE_COLUMNS: list[Column] = [
     Column("task_id", "task", lambda ti, _: ti.task_id),
-    Column("map_index", "map", lambda ti, _: ti.map_index, text=_map_index, justify="right"),
+    Column("map", "map", _map_keys, text=_map_text, json_keys=MAP_KEYS),
     Column("state", "state", lambda ti, _: str(ti.state), text=state_text),
     Column("try_number", "try", lambda ti, _: ti.try_number, justify="right"),
     Column("duration_seconds", "duration", _duration, text=seconds_text, justify="right"),

@@ -98,6 +98,27 @@ CONTEXT_KEYS = (
     "conn",
     "var",
     "templates_dict",
+    # tradewind/context_keys.py
+    "macros",
+    "prev_start_date_success",
+    "prev_end_date_success",
+    "prev_data_interval_start_success",
+    "prev_data_interval_end_success",
+    "expanded_ti_count",
+    "triggering_asset_events",
+    "map_index_template",
+    # Airflow 2's spellings, accepted with a warning at load (tradewind/airflow2_names.py).
+    "execution_date",
+    "next_execution_date",
+    "prev_execution_date",
+    "next_ds",
+    "next_ds_nodash",
+    "prev_ds",
+    "prev_ds_nodash",
+    "yesterday_ds",
+    "yesterday_ds_nodash",
+    "tomorrow_ds",
+    "tomorrow_ds_nodash",
 )
 
 

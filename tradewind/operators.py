@@ -17,6 +17,7 @@ import inspect
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from tradewind.airflow2_names import note_airflow2_names
 from tradewind.context import get_current_context
 from tradewind.dag_context import current_dag, current_group
 from tradewind.dependencies import DependencyMixin
@@ -76,6 +77,8 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
         for name in self.template_fields:
             for upstream in find_xcom_args(getattr(self, name, None)):
                 self._task.set_upstream(upstream.task)
+        fields = [getattr(self, name, None) for name in self.template_fields]
+        note_airflow2_names(getattr(self, "python_callable", None), fields)
 
     # Setup and teardown (tradewind/setup_teardown.py), as on Airflow's operators.
     def as_setup(self) -> BaseOperator:

@@ -13,6 +13,7 @@ from typing import Any
 
 from tradewind.connections import Connection, Variable
 from tradewind.context import RuntimeTaskInstance, SupervisorClient
+from tradewind.context_keys import context_keys
 from tradewind.params import Param
 from tradewind.state_store import TaskStateStore
 
@@ -131,4 +132,7 @@ def task_context(details: Any, client: SupervisorClient, dag: Any, task: Any) ->
         "var": VariableAccessor(),
         "templates_dict": None,
         "partition_key": dag_run.partition_key,
+        "map_index_template": task.options.map_index_template,
+        # macros, prev_*_success (lazy), Airflow 2's date keys: tradewind/context_keys.py.
+        **context_keys(details, client),  # type: ignore[arg-type]
     }

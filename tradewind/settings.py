@@ -66,8 +66,23 @@ class Settings(BaseSettings):
     airflow_imports: Literal["tradewind", "airflow"] = "tradewind"
     # A request body above this is refused (413) before it is read whole.
     api_max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    # Where the links of alert emails point (the API server's pages): http://api_host:api_port
+    # when unset.
+    api_base_url: str | None = None
+    # Email (tradewind/emails.py), Airflow's [smtp] section: the connection a task's alerts and
+    # EmailOperator use, and the server and sender used where that connection does not say.
+    smtp_conn_id: str = Field(default="smtp_default", min_length=1)
+    smtp_host: str = Field(default="localhost", min_length=1)
+    smtp_port: int = Field(default=25, ge=1, le=65535)
+    smtp_starttls: bool = True
+    smtp_ssl: bool = False
+    smtp_timeout_seconds: float = Field(default=30.0, gt=0)
+    smtp_retry_limit: int = Field(default=5, ge=0)
+    smtp_mail_from: str = Field(default="tradewind@example.com", min_length=3)
 
-    @field_validator("database_url", "broker_url", "object_storage_url", "remote_logs_url")
+    @field_validator(
+        "database_url", "broker_url", "object_storage_url", "remote_logs_url", "api_base_url"
+    )
     @classmethod
     def _url_has_scheme(cls, value: str | None) -> str | None:
         if value is not None and "://" not in value:
@@ -88,6 +103,11 @@ class Settings(BaseSettings):
     def sql_url(self) -> str:
         """The SQL store: the configured URL, or a SQLite file under ``TRADEWIND_HOME``."""
         return self.database_url or f"sqlite:///{self.resolved_home / 'tradewind.db'}"
+
+    @property
+    def public_url(self) -> str:
+        """The API server's address as a reader of an email reaches it."""
+        return (self.api_base_url or f"http://{self.api_host}:{self.api_port}").rstrip("/")
 
     @property
     def broker(self) -> str:

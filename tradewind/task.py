@@ -16,9 +16,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tradewind import dag_context
+from tradewind.airflow2_names import note_airflow2_names
 from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.dag_context import current_dag
 from tradewind.dependencies import DependencyMixin
+from tradewind.emails import check_email_options
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
 from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
@@ -85,6 +87,13 @@ class TaskOptions:
     wait_for_downstream: bool = False
     ignore_first_depends_on_past: bool = False
     end_date: dt.datetime | None = None
+    # Email alerts, sent by the supervisor when a try fails for good or goes up for retry
+    # (worker/supervisor/emails.py); as in Airflow, both flags are on once ``email`` is set.
+    email: str | Sequence[str] | None = None
+    email_on_failure: bool = True
+    email_on_retry: bool = True
+    # A mapped task instance's name, rendered after its try (tradewind/map_index_names.py).
+    map_index_template: str | None = None
 
     def __post_init__(self) -> None:
         check_task_run_options(self)
@@ -110,6 +119,7 @@ class TaskOptions:
         if self.task_concurrency < 1:
             raise DagDefinitionError(f"task_concurrency must be >= 1, got {self.task_concurrency}")
         check_task_options(self)
+        check_email_options(self.email, self.email_on_failure, self.email_on_retry)
 
 
 def _backoff(value: Any) -> float:
@@ -297,6 +307,7 @@ def add_task(
         label=label,
     )
     dag.add_task(task)
+    note_airflow2_names(function, (args, kwargs, task.options.templates_dict))
     for upstream in find_xcom_args((args, kwargs, mapping)):
         task.set_upstream(upstream.task)
     return task

@@ -175,8 +175,15 @@ def ti_response(row: TIRow) -> TaskInstanceResponse:
         **_common(ti),
         logical_date=row.logical_date,
         run_after=row.run_after,
-        rendered_map_index=str(ti.map_index) if ti.map_index >= 0 else None,
+        rendered_map_index=_name_of_index(ti),
     )
+
+
+def _name_of_index(ti: TaskInstance) -> str | None:
+    """A mapped instance's ``map_index_template`` as rendered, else its index (Airflow's)."""
+    if ti.map_index < 0:
+        return None
+    return ti.rendered_map_index or str(ti.map_index)
 
 
 def tries_of(ti: TaskInstance) -> list[TaskInstanceHistoryResponse]:

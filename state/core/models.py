@@ -69,7 +69,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0009_timetables"
+SCHEMA_REVISION = "0010_mailctx"
 
 
 class Base(DeclarativeBase):
@@ -189,6 +189,8 @@ class TaskInstance(Base):
     fence_token: Mapped[str | None] = mapped_column(String(64), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     items_total: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # A mapped task's name for this index: its map_index_template rendered by the last try.
+    rendered_map_index: Mapped[str | None] = mapped_column(String(250), nullable=True)
 
 
 class XCom(Base):

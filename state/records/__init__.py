@@ -62,6 +62,8 @@ if TYPE_CHECKING:
         record_contributions,
         runs_of_keys,
     )
+    from state.records.rendered_names import set_rendered_map_index
+    from state.records.run_facts import run_facts
     from state.records.users import (
         NoSuchUser,
         Role,
@@ -145,6 +147,8 @@ _MODULE_OF = {
     "read_asset_state": "asset_state",
     "read_state": "values",
     "read_xcom": "values",
+    "run_facts": "run_facts",
+    "set_rendered_map_index": "rendered_names",
     "read_xcoms": "values",
     "record_contributions": "partitions",
     "record_events": "assets",
@@ -221,9 +225,11 @@ __all__ = [
     "record_contributions",
     "record_events",
     "refers_to_object",
+    "run_facts",
     "runs_of_keys",
     "set_password_hash",
     "set_paused",
+    "set_rendered_map_index",
     "set_role",
     "set_state_value",
     "set_variable",

@@ -71,12 +71,17 @@ def test_mapped_task_instances(api: TestClient, as_role: Headers, home: Home) ->
         )
         for index in (1, 2):
             session.add(TaskInstance(dag_id="fan", run_id="r1", task_id="double", map_index=index))
+        # Its map_index_template, as the try rendered it (worker/task_runner/map_index_names.py).
+        session.add(TaskInstance(dag_id="fan", run_id="r1", task_id="double", map_index=3,
+                                 rendered_map_index="file-c.csv"))  # fmt: skip
     base = "/api/v2/dags/fan/dagRuns/r1/taskInstances/double"
     mapped = api.get(f"{base}/listMapped", headers=as_role("viewer")).json()
     conforms("TaskInstanceCollectionResponse", mapped)
-    assert [ti["map_index"] for ti in mapped["task_instances"]] == [0, 1, 2]
+    assert [ti["map_index"] for ti in mapped["task_instances"]] == [0, 1, 2, 3]
     second = api.get(f"{base}/1", headers=as_role("viewer")).json()
     assert (second["map_index"], second["rendered_map_index"]) == (1, "1")
+    named = api.get(f"{base}/3", headers=as_role("viewer")).json()
+    assert (named["map_index"], named["rendered_map_index"]) == (3, "file-c.csv")
     assert api.get(f"{base}/7", headers=as_role("viewer")).status_code == 404
 
 

@@ -86,7 +86,7 @@ def test_default_args_fill_what_the_task_does_not_set() -> None:
         ({"depends_on_past": "yes"}, "depends_on_past must be True or False"),
         ({"pool_slots": 2}, "pool_slots is not supported"),
         ({"priority_weight": 10}, "priority_weight is not supported"),
-        ({"email_on_failure": True}, "argument 'email_on_failure' is not supported"),
+        ({"email_on_failure": "yes"}, "email_on_failure must be True or False, got 'yes'"),
         ({"retry_exponential_backoff": 0.5}, "retry_exponential_backoff must be"),
     ],
 )

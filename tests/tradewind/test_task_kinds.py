@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
         (lambda: task.bash(skip_on_exit_code="99"), "skip_on_exit_code must be exit codes"),
         (lambda: task.virtualenv(requirements=5), "requirements must be a list of strings"),
         (lambda: task.virtualenv(serializer="yaml"), "serializer must be one of"),
-        (lambda: task.bash(email_on_failure=True), "argument 'email_on_failure' is not supported"),
+        (lambda: task.bash(email_on_failure=1), "email_on_failure must be True or False"),
     ],
 )
 def test_a_bad_argument_of_a_task_kind_fails_the_import_in_one_line(make, message) -> None:
@@ -78,7 +78,7 @@ class NoPoke(BaseSensorOperator):
         (lambda: NoPoke(task_id="n"), "NoPoke must define poke"),
         (lambda: FileSensor(task_id="f", path="p", mode="wait"), "FileSensor f: mode must be"),
         (lambda: FileSensor(task_id="f", path="p", poke_interval=-1), "poke_interval must be"),
-        (lambda: FileSensor(task_id="f", path="p", email=["a"]), "argument 'email' is not"),
+        (lambda: FileSensor(task_id="f", path="p", email=5), "email must be an address or a list"),
     ],
 )
 def test_a_bad_classic_sensor_fails_the_import_in_one_line(make, message) -> None:

@@ -242,7 +242,11 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.operators.dummy_operator": _row(
         airflow3=f"{_STD}.operators.empty", DummyOperator=_DUMMY
     ),
-    "airflow.utils.email": _row(send_email="tradewind.standard.email:send_email"),
+    "airflow.utils.email": _row(
+        send_email="tradewind.emails:send_email",
+        get_email_address_list="tradewind.emails:get_email_address_list",
+        build_mime_message="tradewind.emails:build_mime_message",
+    ),
     "airflow.operators.email": _row(
         airflow3="airflow.providers.smtp.operators.smtp",
         EmailOperator="tradewind.standard.email:EmailOperator",
@@ -382,6 +386,7 @@ ROWS: dict[str, ModuleRow] = _with_packages(
     {**_standard_rows(), **_CORE, **{f"airflow.sdk.{m}": _SDK for m in _SDK_MODULES}}
 )
 ROWS["airflow.sdk"] = _SDK
+ROWS["airflow.sdk.execution_time.macros"] = _row(delegate="tradewind.macros")
 
 
 def row_of(fullname: str) -> ModuleRow | None:

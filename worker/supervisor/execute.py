@@ -22,6 +22,7 @@ from worker import wire as p
 from worker.dags import find_task
 from worker.fork_server.client import ForkServerError, start_python_task
 from worker.process import TaskProcess, exec_runtime_task
+from worker.supervisor.emails import send_alert
 from worker.supervisor.logs import TryLog, log_path
 from worker.supervisor.loop import SupervisorSettings, supervise_process
 from worker.supervisor.start_beats import START_BEATS
@@ -53,7 +54,9 @@ def execute(message: TaskInstanceMessage, settings: Settings, publish: Publisher
             reason = f"the supervisor failed: {one_line_error(error)}"
             try_log.line("supervisor", reason)
             outcome = Failed(reason)
-        return _record(url, held, outcome, try_log, publish)
+        state = _record(url, held, outcome, try_log, publish)
+        send_alert(held, state, outcome, settings, try_log)
+        return state
     finally:
         try_log.close()
 

@@ -20,6 +20,7 @@ from tradewind.connections import is_sensitive
 from worker import wire as p
 from worker.state_store import serving as state
 from worker.supervisor import asset_requests as assets
+from worker.supervisor import context_requests
 from worker.supervisor import cross_dag_requests as cross_dag
 from worker.supervisor.request_table import HANDLERS, handles
 from worker.supervisor.try_context import TryContext, answer
@@ -27,7 +28,7 @@ from worker.xcom import serving
 
 # The other modules of handlers: importing them registers theirs, so the table is whole once
 # this module is imported (worker/supervisor/request_table.py).
-HANDLER_MODULES = (serving, state, assets, cross_dag)
+HANDLER_MODULES = (serving, state, assets, cross_dag, context_requests)
 
 
 @handles

@@ -24,6 +24,7 @@ from tradewind import xcom_values
 from tradewind.asset_events import asset_context, take_metadata
 from tradewind.connections import Connection
 from tradewind.context import set_current_context
+from tradewind.context_keys import unwrap
 from tradewind.dag import DAG
 from tradewind.exceptions import FailTask, SkipTask
 from tradewind.loader import one_line_error
@@ -37,6 +38,7 @@ from worker import wire as p
 from worker.process import set_signal_handler
 from worker.task_runner.cross_dag import CrossDagRequests
 from worker.task_runner.lookups import connection_of, variable_of
+from worker.task_runner.map_index_names import send_rendered_name
 from worker.task_runner.mapping import (
     check_mappable,
     expanded_arguments,
@@ -104,7 +106,7 @@ class Client(CrossDagRequests):
 
     def set_xcom(self, key: str, value: Any) -> None:
         # The backend runs here; the supervisor gets the row and stores it as given.
-        row = self.xcoms.row(key, xcom_values.encode(value))
+        row = self.xcoms.row(key, xcom_values.encode(unwrap(value)))
         self.request(p.SetXCom(key=key, value=row))
 
     def get_connection(self, conn_id: str) -> Connection:
@@ -129,6 +131,14 @@ class Client(CrossDagRequests):
 
     def clear_state(self, key_suffix: str = "") -> None:
         self.request(p.ClearStateValues(key_suffix=key_suffix))
+
+    def run_facts(self) -> dict[str, Any]:
+        reply = self.request(p.GetRunFacts())
+        assert isinstance(reply, p.RunFactsResult)
+        return reply.model_dump()
+
+    def set_rendered_map_index(self, name: str) -> None:
+        self.request(p.SetRenderedMapIndex(rendered_map_index=name))
 
     def asset_events(self, uri: str) -> list[dict[str, Any]]:
         reply = self.request(p.GetAssetEvents(uri=uri))
@@ -207,6 +217,7 @@ def run_python_task(
         # A branch's choice is checked before anything is pushed.
         succeed = succeed_message(task, result, context["outlet_events"].items_to_send())
         push_result(client, task, result)
+        send_rendered_name(client, task, context)
         _callback(task.options.on_success_callback, context)
     except SkipTask as skip:
         client.request(p.SkipTask(reason=str(skip)))
@@ -257,6 +268,7 @@ def _report_failure(
             file=sys.stderr,
         )
     context["exception"] = error
+    send_rendered_name(client, task, context)
 
     def call_back() -> None:
         if not failure.retryable or details.try_number >= details.max_tries:
@@ -379,6 +391,7 @@ def push_result(client: Client, task: Task, result: Any) -> None:
     """The return value becomes the ``return_value`` XCom (and one XCom per key if asked)."""
     if not task.options.do_xcom_push:  # as in Airflow: nothing of the result is stored
         return
+    result = unwrap(result)
     if result is None:
         if is_expanded(task):  # a map index's None keeps its place in the downstream list
             client.set_xcom(RETURN_VALUE, None)

@@ -124,6 +124,20 @@ class GetAssetEvents(Message):
     uri: str
 
 
+class GetRunFacts(Message):
+    """What the context reads of other rows, asked once, when a task first reads one of
+    ``prev_*_success``, ``expanded_ti_count`` or ``triggering_asset_events``."""
+
+    type: Literal["GetRunFacts"] = "GetRunFacts"
+
+
+class SetRenderedMapIndex(Message):
+    """A mapped task instance's name: its ``map_index_template`` rendered after the try."""
+
+    type: Literal["SetRenderedMapIndex"] = "SetRenderedMapIndex"
+    rendered_map_index: str
+
+
 class GetAssetStateValue(Message):
     type: Literal["GetAssetStateValue"] = "GetAssetStateValue"
     uri: str
@@ -324,6 +338,14 @@ class DagTasksResult(Message):
     is_paused: bool = False
 
 
+class RunFactsResult(Message):
+    type: Literal["RunFactsResult"] = "RunFactsResult"
+    # The previous successful run's dates (ISO strings), None when there is none.
+    prev_success: dict[str, str | None] | None = None
+    expanded_ti_count: int | None = None
+    triggering_asset_events: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class OKResponse(Message):
     type: Literal["OKResponse"] = "OKResponse"
 
@@ -350,6 +372,8 @@ ToSupervisor = Annotated[
     | GetConnection
     | GetVariable
     | GetAssetEvents
+    | GetRunFacts
+    | SetRenderedMapIndex
     | GetAssetStateValue
     | SetAssetStateValue
     | DeleteAssetStateValue
@@ -377,6 +401,7 @@ ToTask = Annotated[
     | DagRunStatesResult
     | TaskInstanceStatesResult
     | DagTasksResult
+    | RunFactsResult
     | OKResponse
     | ErrorResponse,
     Field(discriminator="type"),
