@@ -9,6 +9,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from typer.testing import Result
 
 from .conftest import CliEnv
@@ -85,3 +86,34 @@ def test_a_dag_importing_from_airflow_runs(env: CliEnv, run_cli: RunCli) -> None
     done = run_cli("dags", "test", "airflow_paths", timeout=180)
 
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+AIRFLOW2_FOLDER = Path(__file__).parents[1] / "integration" / "airflow2_dags"
+
+
+def test_check_names_every_airflow2_spelling_of_a_folder(
+    env: CliEnv, cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRADEWIND_DAGS_FOLDER", str(AIRFLOW2_FOLDER))
+
+    done = cli("dags", "check", "--json")
+
+    assert done.exit_code == 0, done.stdout
+    files = {f["file"]: f for f in json.loads(done.stdout)["files"]}
+    sales = " | ".join(files["daily_sales_report.py"]["warnings"])
+    for spelling in (
+        "airflow.operators.python_operator (Airflow 3: airflow.providers.standard.operators",
+        "DummyOperator (Airflow 3: EmptyOperator)",
+        "days_ago (from airflow.utils.dates)",
+        "schedule_interval (Airflow 3: schedule)",
+        "PythonOperator(provide_context=...)",
+        "trigger_rule='none_failed_or_skipped' (Airflow 3: 'none_failed_min_one_success')",
+        "execution_date (Airflow 3: logical_date)",
+        "prev_ds",
+    ):
+        assert spelling in sales
+    inventory = files["inventory_datasets.py"]
+    assert inventory["dags"] == ["inventory_consumer", "inventory_snapshot"]
+    assert (
+        "Dataset (from airflow.datasets) (Airflow 3: Asset (airflow.sdk))" in inventory["warnings"]
+    )
