@@ -54,3 +54,26 @@ def test_the_airflow_copy_differs_only_in_its_import(bench: ModuleType, tmp_path
                 "from airflow.sdk import Param, dag, task, task_group",
             )
         ]
+
+
+@pytest.mark.parametrize("tasks", [50, 13, 3])
+def test_every_classic_file_loads_with_its_tasks(
+    bench: ModuleType, tmp_path: Path, tasks: int
+) -> None:
+    folders = bench.write_folders(tmp_path, 2, tasks)
+    bag = DagBag.collect(folders["classic"])
+
+    assert bag.import_errors == {}
+    assert bag.spellings == {}  # written as Airflow 3 files are
+    assert sorted(bag.dags) == ["classic_bench_0000", "classic_bench_0001"]
+    assert {len(dag.tasks) for dag in bag.dags.values()} == {tasks}
+
+
+def test_the_airflow_sdk_copy_loads_in_tradewind(bench: ModuleType, tmp_path: Path) -> None:
+    folders = bench.write_folders(tmp_path, 2, 13)
+    ours, theirs = DagBag.collect(folders["tradewind"]), DagBag.collect(folders["airflow"])
+
+    assert theirs.import_errors == {}
+    assert {d: p.version_hash for d, p in theirs.parsed.items()} == {
+        d: p.version_hash for d, p in ours.parsed.items()
+    }
