@@ -56,6 +56,7 @@ from tradewind.partitions import (
     StartOfWeekMapper,
     StartOfYearMapper,
 )
+from tradewind.priority import PriorityWeightStrategy, WeightRule
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 from tradewind.sensor_operator import BaseSensorOperator
 from tradewind.sensors import PokeReturnValue
@@ -107,6 +108,7 @@ __all__ = [
     "PartitionedAssetTimetable",
     "PartitionedAtRuntime",
     "PokeReturnValue",
+    "PriorityWeightStrategy",
     "ProductMapper",
     "RetryAction",
     "RetryRule",
@@ -123,6 +125,7 @@ __all__ = [
     "Variable",
     "WaitForAll",
     "WeekWindow",
+    "WeightRule",
     "Window",
     "asset",
     "chain",

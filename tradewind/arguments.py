@@ -25,9 +25,6 @@ REMOVED_IN_AIRFLOW_3 = {
 DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
     "depends_on_past": (False, "a task waiting for its previous run is not supported yet"),
     "wait_for_downstream": (False, "waiting for the previous run is not supported yet"),
-    "pool_slots": (1, "a task takes one slot of its pool"),
-    "priority_weight": (1, "the scheduler queues tasks in DAG order, without weights"),
-    "weight_rule": ("downstream", "the scheduler queues tasks in DAG order, without weights"),
     "dagrun_timeout": (None, "a run is never timed out yet"),
     "end_date": (None, "runs without an end date only"),
 }

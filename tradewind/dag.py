@@ -22,6 +22,7 @@ from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
 from tradewind.partition_specs import partition_mappers_of
 from tradewind.partitions import CronPartitionTimetable, time_schedule_of
+from tradewind.priority import slot_structure, total_weights
 from tradewind.setup_teardown import control_flow_structure
 from tradewind.task import Task, check_default_args
 from tradewind.timetables import InvalidSchedule, parse_schedule
@@ -148,6 +149,8 @@ class DAG:
 
     def structure(self) -> dict[str, Any]:
         """What the scheduler and ``state/`` need, as JSON: no code, only ids and options."""
+        order = self.topological_order()
+        weights = total_weights(self.tasks, order)
         return {
             "dag_id": self.dag_id,
             "schedule": self._schedule_text,
@@ -162,7 +165,7 @@ class DAG:
             "description": self.description,
             "doc_md": self.doc_md,
             "display_name": self.dag_display_name,
-            "tasks": {tid: _task_structure(self.tasks[tid]) for tid in self.topological_order()},
+            "tasks": {tid: _task_structure(self.tasks[tid], weights[tid]) for tid in order},
             "groups": {gid: group.structure() for gid, group in self.task_groups.items()},
             **self._partition_structure(),
         }
@@ -206,7 +209,7 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
     return value
 
 
-def _task_structure(task: Task) -> dict[str, Any]:
+def _task_structure(task: Task, weight: int) -> dict[str, Any]:
     options = task.options
     return {
         "upstream": sorted(task.upstream_task_ids),
@@ -233,6 +236,7 @@ def _task_structure(task: Task) -> dict[str, Any]:
         "doc_md": options.doc_md,
         "outlets": outlets_structure(options.outlets),
         **control_flow_structure(task),
+        **slot_structure(task, weight),
     }
 
 

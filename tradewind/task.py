@@ -22,6 +22,7 @@ from tradewind.dependencies import DependencyMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
 from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
+from tradewind.priority import check_slot_options
 from tradewind.trigger_rules import TriggerRule
 from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
@@ -69,6 +70,12 @@ class TaskOptions:
     # Assets (tradewind/assets.py): what a success updates, and what the task reads.
     outlets: Sequence[Any] = ()
     inlets: Sequence[Any] = ()
+    # Slots (tradewind/priority.py): which waiting task goes first, how many slots it takes.
+    priority_weight: int = 1
+    weight_rule: Any = "downstream"
+    pool_slots: int = 1
+    max_active_tis_per_dag: int | None = None
+    max_active_tis_per_dagrun: int | None = None
 
     def __post_init__(self) -> None:
         self.retry_delay = as_timedelta(self.retry_delay, "retry_delay")
@@ -92,6 +99,7 @@ class TaskOptions:
             raise DagDefinitionError(f"retries must be an integer >= 0, got {self.retries!r}")
         if self.task_concurrency < 1:
             raise DagDefinitionError(f"task_concurrency must be >= 1, got {self.task_concurrency}")
+        check_slot_options(self)
 
 
 def _backoff(value: Any) -> float:

@@ -26,9 +26,10 @@ from state.core import alembic_config, check_models_match, get_engine, upgrade
 
 
 def next_revision_id(config: Config) -> str:
-    """The number after the highest numbered head, four digits wide ("0002" after "0001")."""
+    """The number after the highest numbered head, four digits wide ("0002" after "0001", and
+    after "0001_name": a revision made beside others on a branch is named after its work)."""
     heads = ScriptDirectory.from_config(config).get_heads()
-    numbers = [int(head) for head in heads if head.isdigit()]
+    numbers = [int(number) for head in heads if (number := head.split("_")[0]).isdigit()]
     return f"{max(numbers, default=0) + 1:04d}"
 
 
