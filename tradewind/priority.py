@@ -84,13 +84,18 @@ def total_weights(tasks: Mapping[str, Any], order: list[str]) -> dict[str, int]:
     kept as bit sets over ``order``: a chain of 2,000 tasks costs milliseconds, not a set each.
     """
     own = [tasks[task_id].options.priority_weight for task_id in order]
-    below = _reachable(tasks, order, "downstream_task_ids")
-    above = _reachable(tasks, order, "upstream_task_ids")
+    rules = [tasks[task_id].options.weight_rule for task_id in order]
+    relatives = {
+        rule: _reachable(tasks, order, f"{rule}_task_ids")
+        for rule in (WeightRule.DOWNSTREAM, WeightRule.UPSTREAM)
+        if rule in rules
+    }
+    # The usual DAG: every task's own weight the same, so a count of relatives does.
+    same = own[0] if len(set(own)) == 1 else None
     weights = {}
     for index, task_id in enumerate(order):
-        rule = tasks[task_id].options.weight_rule
-        relatives = {WeightRule.DOWNSTREAM: below, WeightRule.UPSTREAM: above}.get(rule)
-        extra = _sum_of(relatives[index], own) if relatives else 0
+        reach = relatives.get(rules[index])
+        extra = _sum_of(reach[index], own, same) if reach else 0
         weights[task_id] = max(WEIGHT_MIN, min(WEIGHT_MAX, own[index] + extra))
     return weights
 
@@ -109,9 +114,9 @@ def _reachable(tasks: Mapping[str, Any], order: list[str], direction: str) -> li
     return reach
 
 
-def _sum_of(bits: int, own: list[int]) -> int:
-    if len(set(own)) == 1:  # the usual DAG: every weight the same, a count does
-        return own[0] * bits.bit_count()
+def _sum_of(bits: int, own: list[int], same: int | None) -> int:
+    if same is not None:
+        return same * bits.bit_count()
     total, index = 0, 0
     while bits:
         if bits & 1:

@@ -45,7 +45,8 @@ def waiting_elsewhere(pool: Any, dag_id: Any, run_id: Any) -> tuple[ColumnElemen
     take one: its DAG is not paused, and it takes no more slots than the pool has. A try that
     could never run (its DAG paused, its pool too small) must not hold a slot back for ever.
     """
-    size = select(_POOL.c.slots).where(_POOL.c.name == pool).scalar_subquery()
+    # Its own pool's size (the same pool): correlated to the row at hand, not two levels out.
+    size = select(_POOL.c.slots).where(_POOL.c.name == HIGHER.c.pool).scalar_subquery()
     return (
         # Written out, not bound: the planner then knows it may use the partial index.
         HIGHER.c.state == literal_column("'scheduled'"),
