@@ -41,6 +41,8 @@ class RunView:
     run_pk: int
     fingerprint: Fingerprint
     must_pass: bool
+    # The highest weight of the run's tries waiting for a slot (0: none waits).
+    waiting_weight: int = 0
 
 
 @dataclass
@@ -50,7 +52,8 @@ class RunWatch:
     seen: dict[int, Fingerprint] = field(default_factory=dict)
 
     def to_pass(self, session: Session, now: dt.datetime) -> list[RunView]:
-        views = _active_runs(session, now)
+        # The runs whose waiting tries weigh most first: their passes take free slots first.
+        views = sorted(_active_runs(session, now), key=lambda v: (-v.waiting_weight, v.run_pk))
         live = {view.run_pk for view in views}
         for gone in self.seen.keys() - live:
             del self.seen[gone]  # finished (or paused): forget it
@@ -70,6 +73,7 @@ def _active_runs(session: Session, now: dt.datetime) -> list[RunView]:
             TaskInstance.state,
             func.count(TaskInstance.id),
             func.min(TaskInstance.next_retry_at),
+            func.max(TaskInstance.priority_weight),
         )
         .join(DagModel, DagModel.dag_id == DagRun.dag_id)
         .outerjoin(
@@ -85,7 +89,10 @@ def _active_runs(session: Session, now: dt.datetime) -> list[RunView]:
     ).all()
     counts: dict[int, Counter[str]] = defaultdict(Counter)
     must: dict[int, bool] = {}
-    for run_pk, run_state, same, ti_state, count, next_retry in rows:
+    weights: dict[int, int] = {}
+    for run_pk, run_state, same, ti_state, count, next_retry, weight in rows:
+        if ti_state == TI.SCHEDULED:
+            weights[run_pk] = weight
         # A claim (queued -> running) decides nothing: both count as one.
         counts[run_pk]["active" if ti_state in ACTIVE else str(ti_state)] += count
         urgent = (
@@ -95,4 +102,6 @@ def _active_runs(session: Session, now: dt.datetime) -> list[RunView]:
             or (ti_state in WAITING_FOR_TIME and next_retry is not None and next_retry <= now)
         )
         must[run_pk] = must.get(run_pk, False) or bool(urgent)
-    return [RunView(pk, frozenset(counts[pk].items()), must[pk]) for pk in counts]
+    return [
+        RunView(pk, frozenset(counts[pk].items()), must[pk], weights.get(pk, 0)) for pk in counts
+    ]

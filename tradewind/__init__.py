@@ -56,6 +56,7 @@ from tradewind.partitions import (
     StartOfWeekMapper,
     StartOfYearMapper,
 )
+from tradewind.priority import PriorityWeightStrategy, WeightRule
 from tradewind.retry_policy import ExceptionRetryPolicy, RetryAction, RetryRule
 from tradewind.sensor_operator import BaseSensorOperator
 from tradewind.sensors import PokeReturnValue
@@ -122,6 +123,7 @@ __all__ = [
     "PartitionedAssetTimetable",
     "PartitionedAtRuntime",
     "PokeReturnValue",
+    "PriorityWeightStrategy",
     "ProductMapper",
     "RetryAction",
     "RetryRule",
@@ -138,6 +140,7 @@ __all__ = [
     "Variable",
     "WaitForAll",
     "WeekWindow",
+    "WeightRule",
     "Window",
     "asset",
     "chain",

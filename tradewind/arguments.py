@@ -20,9 +20,6 @@ REMOVED_IN_AIRFLOW_3 = {
 
 #: Accepted only at their default: anything else needs the scheduler to do what they ask.
 DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
-    "pool_slots": (1, "a task takes one slot of its pool"),
-    "priority_weight": (1, "the scheduler queues tasks in DAG order, without weights"),
-    "weight_rule": ("downstream", "the scheduler queues tasks in DAG order, without weights"),
     "deferrable": (False, "needs the triggerer, not in Tradewind yet; use mode='reschedule'"),
 }
 

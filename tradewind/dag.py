@@ -23,6 +23,7 @@ from tradewind.exceptions import DagDefinitionError
 from tradewind.params import params_structure
 from tradewind.partition_specs import partition_mappers_of
 from tradewind.partitions import CronPartitionTimetable, time_schedule_of
+from tradewind.priority import slot_structure, total_weights
 from tradewind.run_options import RunOptions, check_fail_fast_rule, task_run_structure
 from tradewind.setup_teardown import control_flow_structure
 from tradewind.standard.options import check_owner_links, task_doc_md
@@ -165,6 +166,8 @@ class DAG:
 
     def structure(self) -> dict[str, Any]:
         """What the scheduler and ``state/`` need, as JSON: no code, only ids and options."""
+        order = self.topological_order()
+        weights = total_weights(self.tasks, order)
         return {
             "dag_id": self.dag_id,
             "schedule": self._schedule_text,
@@ -179,7 +182,7 @@ class DAG:
             "description": self.description,
             "doc_md": self.doc_md,
             "display_name": self.dag_display_name,
-            "tasks": {tid: _task_structure(self.tasks[tid]) for tid in self.topological_order()},
+            "tasks": {tid: _task_structure(self.tasks[tid], weights[tid]) for tid in order},
             "groups": {gid: group.structure() for gid, group in self.task_groups.items()},
             **self._partition_structure(),
             # Only when set: the other DAGs keep their version hashes.
@@ -229,7 +232,7 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
     return value
 
 
-def _task_structure(task: Task) -> dict[str, Any]:
+def _task_structure(task: Task, weight: int) -> dict[str, Any]:
     options = task.options
     return {
         "upstream": sorted(task.upstream_task_ids),
@@ -259,6 +262,7 @@ def _task_structure(task: Task) -> dict[str, Any]:
         # What an operator adds for the store (an ExternalTaskMarker's target): others add nothing.
         **getattr(task.operator, "extra_structure", dict)(),
         **task_run_structure(options),
+        **slot_structure(task, weight),
     }
 
 

@@ -24,6 +24,7 @@ from tradewind.emails import check_email_options
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import group_mapping
 from tradewind.mapping import KWARGS_LIST, BatchedTask, PartialTask
+from tradewind.priority import check_slot_options
 from tradewind.run_options import check_task_run_options
 from tradewind.standard.options import check_task_options
 from tradewind.trigger_rules import TriggerRule, trigger_rule_of
@@ -94,6 +95,12 @@ class TaskOptions:
     email_on_retry: bool = True
     # A mapped task instance's name, rendered after its try (tradewind/map_index_names.py).
     map_index_template: str | None = None
+    # Slots (tradewind/priority.py): which waiting task goes first, how many slots it takes.
+    priority_weight: int = 1
+    weight_rule: Any = "downstream"
+    pool_slots: int = 1
+    max_active_tis_per_dag: int | None = None
+    max_active_tis_per_dagrun: int | None = None
 
     def __post_init__(self) -> None:
         check_task_run_options(self)
@@ -120,6 +127,7 @@ class TaskOptions:
             raise DagDefinitionError(f"task_concurrency must be >= 1, got {self.task_concurrency}")
         check_task_options(self)
         check_email_options(self.email, self.email_on_failure, self.email_on_retry)
+        check_slot_options(self)
 
 
 def _backoff(value: Any) -> float:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         DagRunState,
         TaskInstanceState,
     )
-    from state.core.limits import has_room
+    from state.core.limits import HIGHER, has_room, outranked, waiting_elsewhere
     from state.core.migrate import (
         alembic_config,
         check_models_match,
@@ -212,6 +212,9 @@ _MODULE_OF = {
     "forget_engines_after_fork": "db",
     "get_engine": "db",
     "has_room": "limits",
+    "HIGHER": "limits",
+    "outranked": "limits",
+    "waiting_elsewhere": "limits",
     "insert_for": "upserts",
     "insert_missing": "upserts",
     "is_expression": "transitions",
@@ -254,6 +257,7 @@ __all__ = [
     "DEFAULT_POOL",
     "DEFAULT_POOL_SLOTS",
     "FINISHED",
+    "HIGHER",
     "INCREMENT",
     "MAX_PAGE_LIMIT",
     "POOL_TABLE",
@@ -333,6 +337,7 @@ __all__ = [
     "one_line",
     "ordering",
     "outage_budget",
+    "outranked",
     "page_of",
     "parse_structure",
     "queued_values",
@@ -355,6 +360,7 @@ __all__ = [
     "transition_tis_returning",
     "upgrade",
     "utcnow",
+    "waiting_elsewhere",
 ]
 
 

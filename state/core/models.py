@@ -69,7 +69,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0010_mailctx"
+SCHEMA_REVISION = "0011_slots"
 
 
 class Base(DeclarativeBase):
@@ -155,7 +155,17 @@ class TaskInstance(Base):
             "dag_id",
             "run_id",
             "pool",
+            "priority_weight",
             "id",
+            postgresql_where=text("state = 'scheduled'"),
+            sqlite_where=text("state = 'scheduled'"),
+        ),
+        # The tries waiting in a pool by weight, across runs: an end hands its slot over only if
+        # no other run's try waits there with a higher weight (state/core/dialects/common.py).
+        Index(
+            "ix_task_instance_outranking",
+            "pool",
+            "priority_weight",
             postgresql_where=text("state = 'scheduled'"),
             sqlite_where=text("state = 'scheduled'"),
         ),
@@ -176,6 +186,10 @@ class TaskInstance(Base):
     generation: Mapped[int] = mapped_column(Integer, default=0)
     queue: Mapped[str] = mapped_column(String(250), default="default")
     pool: Mapped[str] = mapped_column(String(250), default="default_pool")
+    # The task's total weight (tradewind/priority.py), higher first for a slot, and the slots of
+    # its pool it takes: written when the task instance is made, so the SQL can order and count.
+    priority_weight: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    pool_slots: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     hostname: Mapped[str | None] = mapped_column(String(1000), nullable=True)
     pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
     start_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -101,6 +101,18 @@ class TaskSpec(_Frozen):
     wait_for_downstream: bool = False
     ignore_first_depends_on_past: bool = False
     end_date: str | None = None
+    # Slots (tradewind/priority.py): the total weight, higher first for a slot; the slots of its
+    # pool one instance takes; its instances queued or running at most, in the DAG and per run.
+    priority_weight: int = 1
+    pool_slots: int = 1
+    max_active_tis_per_dag: int | None = None
+    max_active_tis_per_dagrun: int | None = None
+
+    @property
+    def capped(self) -> bool:
+        """Whether a try of the task takes other than one slot or has a cap of its own."""
+        caps = (self.max_active_tis_per_dag, self.max_active_tis_per_dagrun)
+        return self.pool_slots != 1 or caps != (None, None)
 
     @property
     def decides_run(self) -> bool:
@@ -189,6 +201,15 @@ class DagStructure(_Frozen):
             self.memo["upstream_first"] = _upstream_first(self.tasks)
         order: list[str] = self.memo["upstream_first"]
         return order
+
+    @property
+    def capped(self) -> bool:
+        """Whether a task of the DAG takes other than one slot or has a cap of its own: an end
+        then never hands its slot over in SQL, a pass counts what each try takes."""
+        if "capped" not in self.memo:
+            self.memo["capped"] = any(spec.capped for spec in self.tasks.values())
+        capped: bool = self.memo["capped"]
+        return capped
 
     def leaves(self) -> list[str]:
         """The tasks nothing depends on, in the structure's order."""

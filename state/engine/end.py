@@ -145,7 +145,7 @@ def _plan(url: str, end: Verdict) -> Plan:
     if dag is None:
         return FullPass()
     if end.state == TI.UP_FOR_RESCHEDULE:
-        return plan_reschedule()
+        return plan_reschedule(dag.structure)
     succeeded, events = end.state == TI.SUCCESS, bool(end.asset_events)
     key = ("plan", end.task_id, succeeded, end.follow, events)
     memo = dag.structure.memo

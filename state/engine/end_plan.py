@@ -10,7 +10,8 @@ would cost O(run) per try, so the planner picks the cheapest way that keeps ever
   for every one of their upstreams, a try of one of those upstreams (``among``): nothing
   downstream can be ready while one of them is unfinished.
 - ``FullPass``: the end and a pass over the run, in one transaction (failures cascade, mapped
-  downstream tasks expand, several successors are decided together). A one-successor pass first
+  downstream tasks expand, several successors are decided together, a DAG's tasks take other than
+  one slot each or have caps of their own). A one-successor pass first
   decides that task from its own rows and its upstreams', not the whole run's.
 - ``SkipDownstream``: a branch (``@task.branch``) or a short circuit that chose: the end, one
   statement skipping the tasks it did not follow, and a pass that lets the trigger rules carry
@@ -93,6 +94,8 @@ def plan_end(
         return FullPass()  # not in this version of the DAG: the pass removes or restores it
     if succeeded and follow is not None and spec.kind != "task":
         return SkipDownstream(skipped_by(structure, ended, follow))
+    if structure.capped:
+        return FullPass()  # tries take other than one slot, or tasks are capped: a pass counts
     if writes_events:
         return FullPass(_single_successor(structure, spec))
     if not spec.downstream:
@@ -209,7 +212,7 @@ def _downstream_of(structure: DagStructure, roots: Iterable[str]) -> set[str]:
     return seen
 
 
-def plan_reschedule() -> Plan:
+def plan_reschedule(structure: DagStructure) -> Plan:
     """The plan for a sensor's try ended ``up_for_reschedule``: its slot is free and nothing
     downstream changed, so the run's first try waiting for a slot of its pool takes it."""
-    return FirstWaiting()
+    return FullPass() if structure.capped else FirstWaiting()

@@ -220,6 +220,8 @@ def _add(
             generation=generation,
             queue=spec.queue,
             pool=spec.pool,
+            priority_weight=spec.priority_weight,
+            pool_slots=spec.pool_slots,
         )
         for index in indexes
     ]

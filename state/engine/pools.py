@@ -25,6 +25,7 @@ from state.core import (
     ACTIVE,
     DAG_TABLE,
     DEFAULT_POOL,
+    HIGHER,
     POOL_TABLE,
     RUN_TABLE,
     TI_TABLE,
@@ -34,30 +35,37 @@ from state.core import (
     has_room,
     insert_for,
     insert_missing,
+    waiting_elsewhere,
 )
 
 
 @dataclass
 class Room:
-    """What a pass may still queue: the DAG's active task instances against its limit, and each
-    pool's against its slots (``(active, slots)`` by pool name)."""
+    """What a pass may still queue: the DAG's active task instances against its limit, each
+    pool's slots taken against its slots (``(taken, slots)`` by pool name), and, for a pass that
+    defers to other runs, the highest weight waiting in each pool in another run."""
 
     active: int
     limit: int
     pools: dict[str, tuple[int, int]] = field(default_factory=dict)
+    outranking: dict[str, int] = field(default_factory=dict)
 
-    def take(self, pool: str) -> bool:
-        """Take a slot of the DAG and one of ``pool``; False (nothing taken) when either is full."""
-        active, slots = self.pools.get(pool, (0, 0))
-        if not (has_room(self.active, self.limit) and has_room(active, slots)):
+    def take(self, pool: str, slots: int = 1, weight: int | None = None) -> bool:
+        """Take a task instance of the DAG and ``slots`` of ``pool``; False (nothing taken) when
+        either is full, or a try of another run waits in ``pool`` with more than ``weight``."""
+        taken, size = self.pools.get(pool, (0, 0))
+        # One more fits when those taken, less the slots beyond its first, are under the size.
+        if not (has_room(self.active, self.limit) and has_room(taken, size, ending=1 - slots)):
+            return False
+        if weight is not None and weight < self.outranking.get(pool, weight):
             return False
         self.active += 1
-        self.pools[pool] = (active + 1, slots)
+        self.pools[pool] = (taken + slots, size)
         return True
 
     def any(self) -> bool:
         return has_room(self.active, self.limit) and any(
-            has_room(active, slots) for active, slots in self.pools.values()
+            has_room(taken, slots) for taken, slots in self.pools.values()
         )
 
 
@@ -80,11 +88,23 @@ _COUNT_ROOM = (
     select(
         _POOL.c.name,
         _POOL.c.slots,
-        select(func.count()).where(_ACTIVE, _TI.c.pool == _POOL.c.name).scalar_subquery(),
+        select(func.coalesce(func.sum(_TI.c.pool_slots), 0))
+        .where(_ACTIVE, _TI.c.pool == _POOL.c.name)
+        .scalar_subquery(),
         select(func.count()).where(_ACTIVE, _TI.c.dag_id == bindparam("dag_id")).scalar_subquery(),
     )
     .where(_POOL.c.name.in_(bindparam("names", expanding=True)))
     .order_by(_POOL.c.name)
+)
+# The highest weight waiting in each pool in another run (``waiting_elsewhere``): what a
+# supervisor's pass defers to.
+_OUTRANKING = (
+    select(HIGHER.c.pool, func.max(HIGHER.c.priority_weight))
+    .where(
+        HIGHER.c.pool.in_(bindparam("names", expanding=True)),
+        *waiting_elsewhere(HIGHER.c.pool, bindparam("dag_id"), bindparam("run_id")),
+    )
+    .group_by(HIGHER.c.pool)
 )
 _RUNNING_RUNS = (
     select(func.count())
@@ -99,14 +119,20 @@ def lock_dag(session: Session, dag_id: str) -> None:
 
 
 def room_to_queue(
-    session: Session, dag_id: str, max_active_tasks: int, pools: Collection[str]
+    session: Session,
+    run: tuple[str, str],
+    max_active_tasks: int,
+    pools: Collection[str],
+    defer: bool = False,
 ) -> Room:
-    """What may still be queued for the DAG and in ``pools``; locked if there is any.
+    """What may still be queued for the DAG of ``run`` (dag_id, run_id) and in ``pools``; locked
+    if there is any. ``defer``: a try of another run waiting with a higher weight goes first.
 
     The first look takes no lock: while a large run waits for slots, its passes find no room
     and never queue behind the passes that do. Room seen there is counted again under the
     DAG's and the pools' locks, because another pass may be taking it at this moment.
     """
+    dag_id, run_id = run
     names = sorted(set(pools))
     if not _count_room(session, dag_id, max_active_tasks, names).any():
         return Room(0, 0)
@@ -114,7 +140,11 @@ def room_to_queue(
     session.execute(_LOCK_POOLS, {"names": names})
     # Counted by a statement of its own, started after the locks were granted: on PostgreSQL
     # (READ COMMITTED) its snapshot then holds what the passes that had them committed.
-    return _count_room(session, dag_id, max_active_tasks, names)
+    room = _count_room(session, dag_id, max_active_tasks, names)
+    if defer:
+        params = {"names": names, "dag_id": dag_id, "run_id": run_id}
+        room.outranking = {pool: weight for pool, weight in session.execute(_OUTRANKING, params)}
+    return room
 
 
 def _count_room(session: Session, dag_id: str, max_active_tasks: int, names: list[str]) -> Room:
@@ -125,7 +155,7 @@ def _count_room(session: Session, dag_id: str, max_active_tasks: int, names: lis
     return Room(
         active=rows[0][3],
         limit=max_active_tasks,
-        pools={name: (used, slots) for name, slots, used, _ in rows},
+        pools={name: (taken, slots) for name, slots, taken, _ in rows},
     )
 
 
@@ -177,10 +207,10 @@ def pool_names(session: Session) -> set[str]:
 
 
 def pool_usage(session: Session) -> list[tuple[str, int, int]]:
-    """Every pool as ``(name, slots, queued or running now)``, by name."""
+    """Every pool as ``(name, slots, slots taken by tries queued or running now)``, by name."""
     active = dict(
         session.execute(
-            select(TaskInstance.pool, func.count())
+            select(TaskInstance.pool, func.sum(TaskInstance.pool_slots))
             .where(TaskInstance.state.in_(list(ACTIVE)))
             .group_by(TaskInstance.pool)
         ).all()

@@ -67,6 +67,8 @@ def task_instance_rows(run: DagRun, tasks: Mapping[str, TaskSpec]) -> list[dict[
             "max_tries": spec.max_tries,
             "queue": spec.queue,
             "pool": spec.pool,
+            "priority_weight": spec.priority_weight,
+            "pool_slots": spec.pool_slots,
         }
         for task_id, spec in tasks_in_run(tasks, run).items()
     ]

@@ -28,6 +28,8 @@ from state.core import (
     Increment,
     TaskInstance,
     TaskInstanceState,
+    TaskSpec,
+    outranked,
     parse_structure,
     statements_of,
     transition_run,
@@ -37,10 +39,11 @@ from state.core import (
 from state.engine.backfills import BACKFILL, holds_back
 from state.engine.mapping import expand_mapped
 from state.engine.past import hold_for_past
-from state.engine.pools import may_start_run, room_to_queue
+from state.engine.pools import may_start_run
 from state.engine.readiness import TIRow, evaluate, run_outcome
 from state.engine.run_life import stop_the_rest
 from state.engine.runs import mark_run_started, verify_integrity
+from state.engine.slot_order import choose_ready
 
 TI = TaskInstanceState
 
@@ -81,15 +84,23 @@ class CachedDag:
 _TI = TI_TABLE
 # The next poke of a rescheduled sensor keeps its try number: queuing adds the one taken here.
 SAME_TRY = Increment(-1)
-_RUN_ROWS = select(_TI.c.id, _TI.c.task_id, _TI.c.state, _TI.c.next_retry_at, _TI.c.pool).where(
-    _TI.c.dag_id == bindparam("dag_id"), _TI.c.run_id == bindparam("run_id")
-)
+_RUN_ROWS = select(
+    *(_TI.c[name] for name in ("id", "task_id", "state", "next_retry_at", "pool")),
+    _TI.c.priority_weight,
+    _TI.c.pool_slots,
+).where(_TI.c.dag_id == bindparam("dag_id"), _TI.c.run_id == bindparam("run_id"))
 
 
 def schedule_run(
-    session: Session, run: DagRun, dag: CachedDag, now: dt.datetime | None = None
+    session: Session,
+    run: DagRun,
+    dag: CachedDag,
+    now: dt.datetime | None = None,
+    defer: bool = False,
 ) -> list[Enqueue]:
-    """One pass over one locked run; returns the tries to publish after commit."""
+    """One pass over one locked run; returns the tries to publish after commit. ``defer``: a
+    try of another run waiting for a slot with a higher weight takes it first (a supervisor's
+    pass; the scheduler's loop passes over the runs by weight instead)."""
     now = now or utcnow()
     structure = dag.structure
     if run.version_hash != dag.version_hash:
@@ -105,8 +116,7 @@ def schedule_run(
         stop_the_rest(session, structure, rows, states, now)
     _apply_decisions(session, run, structure, rows, states, now)
     _schedule_due(session, rows, states, now)
-    pools = {row.id: row.pool for row in rows}
-    enqueued = _queue_scheduled(session, run.dag_id, structure, pools, states, now)
+    enqueued = _queue_scheduled(session, run, structure, rows, states, now, defer)
     if enqueued:
         mark_run_started(session, run)
     settle_run(session, run, *_deciding(structure, rows, states), now)
@@ -184,20 +194,16 @@ def _remove_gone(
 
 def _queue_scheduled(
     session: Session,
-    dag_id: str,
+    run: DagRun,
     structure: DagStructure,
-    pools: Mapping[int, str],
+    rows: Sequence[Any],
     states: dict[int, TaskInstanceState],
     now: dt.datetime,
+    defer: bool,
 ) -> list[Enqueue]:
-    """``scheduled -> queued`` within max_active_tasks and pool slots; each queue starts a try."""
-    scheduled = sorted(ti_id for ti_id, state in states.items() if state == TI.SCHEDULED)
-    if not scheduled:
-        return []
-    # The cap is the DAG's over all of its runs (as in Airflow), and each pool's over all DAGs.
-    max_tasks = structure.max_active_tasks
-    room = room_to_queue(session, dag_id, max_tasks, {pools[ti_id] for ti_id in scheduled})
-    ready = [ti_id for ti_id in scheduled if room.take(pools[ti_id])]
+    """``scheduled -> queued`` by weight, within every limit (``state.engine.slot_order``);
+    each queue starts a try."""
+    ready = choose_ready(session, (run.dag_id, run.run_id), structure, rows, states, defer)
     queued = _queue(session, ready, now)
     states.update(dict.fromkeys((ti.id for ti in queued), TI.QUEUED))
     return [Enqueue.of(ti) for ti in queued]
@@ -298,7 +304,7 @@ def pass_after_end(session: Session, run_pk: int, successor: str | None = None) 
             return decided
     # The full pass works on the run as a mapped object; its row is locked already.
     run = session.get_one(DagRun, run_pk, populate_existing=True)
-    return schedule_run(session, run, dag)
+    return schedule_run(session, run, dag, defer=True)
 
 
 class RunHead(Protocol):
@@ -324,6 +330,8 @@ def _decide_successor(
     must (the run changed version or is not running, tries wait for slots, a cascade)."""
     if run.state != DagRunState.RUNNING or run.version_hash != dag.version_hash:
         return None
+    if dag.structure.capped:
+        return None  # what each try takes is counted by the pass
     spec = dag.structure.tasks[successor]
     task_ids = [*spec.upstream, successor]
     params = {"dag_id": run.dag_id, "run_id": run.run_id, "task_ids": task_ids}
@@ -335,8 +343,20 @@ def _decide_successor(
         return None  # a cascade, and perhaps the run's end
     if not decisions.schedule:
         return []  # it waits for another upstream
+    if _outranked(session, run, spec):
+        return None  # another run's try waits for the slot with a higher weight
     transition_tis(session, decisions.schedule, [TI.NONE], TI.SCHEDULED)
     return [Enqueue.of(ti) for ti in _queue(session, decisions.schedule, utcnow())]
+
+
+_OUTRANKED = select(
+    outranked(bindparam("pool"), bindparam("weight"), bindparam("dag_id"), bindparam("run_id"))
+)
+
+
+def _outranked(session: Session, run: RunHead, spec: TaskSpec) -> bool:
+    params = {"pool": spec.pool, "weight": spec.priority_weight}
+    return bool(session.scalar(_OUTRANKED, {**params, "dag_id": run.dag_id, "run_id": run.run_id}))
 
 
 def queue_task_alone(session: Session, run: DagRun, task_id: str) -> Enqueue:

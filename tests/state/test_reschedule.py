@@ -16,6 +16,7 @@ from broker_config import message_of
 from state.core.db import session_scope, statement_scope
 from state.core.enums import TASK_INSTANCE_TRANSITIONS, TaskInstanceState
 from state.core.models import DagModel, DagRun, utcnow
+from state.core.structure import DagStructure
 from state.engine.end_plan import FirstWaiting, plan_reschedule
 from state.engine.outcomes import Rescheduled
 from state.engine.pools import set_pool
@@ -66,7 +67,7 @@ def schedule_at(home: Home, run_pk: int, now: dt.datetime) -> list[Enqueue]:
 
 
 def test_a_reschedule_plans_a_slot_hand_over_to_the_first_waiting_try() -> None:
-    assert plan_reschedule() == FirstWaiting()
+    assert plan_reschedule(DagStructure(dag_id="sensing")) == FirstWaiting()
     assert TI.UP_FOR_RESCHEDULE in TASK_INSTANCE_TRANSITIONS[TI.RUNNING]
     assert TASK_INSTANCE_TRANSITIONS[TI.UP_FOR_RESCHEDULE] >= {TI.SCHEDULED}
 

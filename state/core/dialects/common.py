@@ -20,7 +20,17 @@ from collections.abc import Collection, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, exists, func, literal_column, null, select
+from sqlalchemy import (
+    BindParameter,
+    Row,
+    Select,
+    bindparam,
+    exists,
+    func,
+    literal_column,
+    null,
+    select,
+)
 from sqlalchemy.orm import Session
 
 from state.core import (
@@ -39,6 +49,7 @@ from state.core import (
     as_utc,
     assert_fence,
     has_room,
+    outranked,
     transition_tis_returning,
 )
 from state.core.dialects.base import FirstInPool, SlotTaker
@@ -120,17 +131,24 @@ SUCCESSOR_BY_NAME = select(_CHOSEN.c.id).where(
         _WAITING.c.run_id == bindparam("of_run"),
         _WAITING.c.state == TI.SCHEDULED,
     ),
+    # A try of another run waiting in its pool with a higher weight goes first (the pass).
+    ~outranked(_CHOSEN.c.pool, _CHOSEN.c.priority_weight, bindparam("of_dag"), bindparam("of_run")),
 )
 
 _FIRST, _COUNTED = _TI.alias("first"), _TI.alias("counted")
+_OF_DAG: BindParameter[str] = bindparam("of_dag")
+_OF_RUN: BindParameter[str] = bindparam("of_run")
 
 
-# The run's first try waiting for a slot of this pool (the order the full pass queues in; found
-# through the partial index ``ix_task_instance_waiting``), unless the pool holds more than its
-# slots now allow (lowered since): then the slot is given back, and the pool shrinks as tries
-# end. Counted in the same snapshot as the end, the ended try still counts as active, as its
-# taker will. The DAG's ``max_active_tasks`` needs no count: a DAG whose limit changed is at
-# another version, and the end hands nothing over then.
+# The run's first try waiting for a slot of this pool, by weight then id (the order the full
+# pass queues in; found through the partial index ``ix_task_instance_waiting``), unless the pool
+# holds more than its slots now allow (lowered since): then the slot is given back, and the pool
+# shrinks as tries end; or unless another run's try waits there with a higher weight: the slot is
+# given back then too, for the scheduler's pass. Slots are counted as tries take them
+# (``pool_slots``); the ended try and its taker take one each (the end of a DAG whose tasks take
+# more hands nothing over: ``end_plan``). Counted in the same snapshot as the end, the ended try
+# still counts as active, as its taker will. The DAG's ``max_active_tasks`` needs no count: a DAG
+# whose limit changed is at another version, and the end hands nothing over then.
 # A scalar subquery: PostgreSQL evaluates it once. As the ``IN (…)`` list of the UPDATE it could
 # be run again for each row scanned, and ``FOR UPDATE`` skips a row this same statement moved, so
 # the next waiting try would be chosen (and queued) as well.
@@ -146,7 +164,7 @@ def first_waiting(*conditions: Any) -> Select[Any]:
             _FIRST.c.pool == bindparam("of_pool"),
             *conditions,
             has_room(
-                select(func.count())
+                select(func.coalesce(func.sum(_COUNTED.c.pool_slots), 0))
                 .where(
                     _COUNTED.c.state.in_(sorted(ACTIVE)), _COUNTED.c.pool == bindparam("of_pool")
                 )
@@ -154,8 +172,14 @@ def first_waiting(*conditions: Any) -> Select[Any]:
                 select(_POOL.c.slots).where(_POOL.c.name == bindparam("of_pool")).scalar_subquery(),
                 ending=1,
             ),
+            ~outranked(
+                bindparam("of_pool"),
+                _FIRST.c.priority_weight,
+                bindparam("of_dag"),
+                bindparam("of_run"),
+            ),
         )
-        .order_by(_FIRST.c.id)
+        .order_by(_FIRST.c.priority_weight.desc(), _FIRST.c.id)
         .limit(1)
         .with_for_update(skip_locked=True)
         .scalar_subquery()
