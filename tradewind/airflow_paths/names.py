@@ -280,6 +280,11 @@ _CORE: dict[str, ModuleRow] = {
         OnceTimetable="tradewind.timetable_simple:OnceTimetable",
         ContinuousTimetable="tradewind.timetable_simple:ContinuousTimetable",
     ),
+    "airflow.task.priority_strategy": _row(
+        PriorityWeightStrategy="tradewind.priority:PriorityWeightStrategy"
+    ),
+    "airflow.task.weight_rule": _row(WeightRule="tradewind.priority:WeightRule"),
+    "airflow.utils.weight_rule": _row(WeightRule="tradewind.priority:WeightRule"),
     "airflow.configuration": _row(conf="tradewind.airflow_config:conf"),
     "airflow.example_dags": _row(),  # the DAGs folder (finder.py)
     "airflow.plugins_manager": _row(AirflowPlugin="tradewind.plugins:AirflowPlugin"),
