@@ -105,7 +105,7 @@ def test_a_task_argument_not_supported_is_refused_naming_it(
         ({"sla_miss_callback": print}, "argument 'sla_miss_callback' is not supported"),
         ({"schedule_interval": "@daily", "schedule": "@daily"}, "both schedule_interval and"),
         ({"dagrun_timeout": 3600}, "DAG refused: dagrun_timeout must be a positive timedelta"),
-        ({"default_args": {"email": ["a@b"]}}, "default_args: argument 'email' is not supported"),
+        ({"default_args": {"sla": 1}}, "default_args: argument 'sla' is not supported"),
         ({"end_date": "the first of May"}, "DAG refused: end_date must be a datetime"),
         ({"fail_fast": "yes"}, "DAG refused: fail_fast must be True or False"),
         ({"is_paused_upon_creation": 1}, "is_paused_upon_creation must be True, False or None"),
