@@ -11,12 +11,37 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from tradewind.exceptions import DagDefinitionError
 
 if TYPE_CHECKING:
     from tradewind.task import Task
+
+
+class SetupTeardownMixin:
+    """``.as_setup()``, ``.as_teardown(setups=...)`` and ``with t:`` (tradewind/setup_teardown.py),
+    as Airflow's task results and operators have them."""
+
+    def as_setup(self) -> Self:
+        from tradewind.setup_teardown import as_setup
+
+        return as_setup(self)  # type: ignore[no-any-return]
+
+    def as_teardown(self, setups: Any = None, on_failure_fail_dagrun: bool = False) -> Self:
+        from tradewind.setup_teardown import as_teardown
+
+        return as_teardown(self, setups, on_failure_fail_dagrun)  # type: ignore[no-any-return]
+
+    def __enter__(self) -> Self:
+        from tradewind.setup_teardown import enter_scope
+
+        return enter_scope(self)  # type: ignore[no-any-return]
+
+    def __exit__(self, *exc: object) -> None:
+        from tradewind.setup_teardown import exit_scope
+
+        exit_scope(self)
 
 
 class DependencyMixin:

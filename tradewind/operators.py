@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from tradewind.airflow2_names import note_airflow2_names
 from tradewind.context import get_current_context
 from tradewind.dag_context import current_dag, current_group
-from tradewind.dependencies import DependencyMixin
+from tradewind.dependencies import DependencyMixin, SetupTeardownMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import check_not_nested
 from tradewind.mapping import EXPAND, KWARGS_LIST, build_mapping
@@ -41,7 +41,7 @@ class _OperatorMeta(type):
         return operator
 
 
-class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
+class BaseOperator(SetupTeardownMixin, DependencyMixin, metaclass=_OperatorMeta):
     """Subclass it and define ``execute(self, context)``."""
 
     template_fields: ClassVar[Sequence[str]] = ()
@@ -79,27 +79,6 @@ class BaseOperator(DependencyMixin, metaclass=_OperatorMeta):
                 self._task.set_upstream(upstream.task)
         fields = [getattr(self, name, None) for name in self.template_fields]
         note_airflow2_names(getattr(self, "python_callable", None), fields)
-
-    # Setup and teardown (tradewind/setup_teardown.py), as on Airflow's operators.
-    def as_setup(self) -> BaseOperator:
-        from tradewind.setup_teardown import as_setup
-
-        return as_setup(self)  # type: ignore[no-any-return]
-
-    def as_teardown(self, setups: Any = None, on_failure_fail_dagrun: bool = False) -> BaseOperator:
-        from tradewind.setup_teardown import as_teardown
-
-        return as_teardown(self, setups, on_failure_fail_dagrun)  # type: ignore[no-any-return]
-
-    def __enter__(self) -> BaseOperator:
-        from tradewind.setup_teardown import enter_scope
-
-        return enter_scope(self)  # type: ignore[no-any-return]
-
-    def __exit__(self, *exc: object) -> None:
-        from tradewind.setup_teardown import exit_scope
-
-        exit_scope(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # ``op.trigger_rule = ...`` / ``op.doc_md = ...`` after the operator is made, as Airflow

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tradewind.dependencies import DependencyMixin
+from tradewind.dependencies import DependencyMixin, SetupTeardownMixin
 from tradewind.exceptions import DagDefinitionError
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ NO_FILL: Any = type("NoFill", (), {"__repr__": lambda self: "NO_FILL"})()
 
 
 @dataclass(frozen=True)
-class XComArg(DependencyMixin):
+class XComArg(SetupTeardownMixin, DependencyMixin):
     """A reference to one XCom of an upstream task; passing it to a task makes the dependency."""
 
     task: Task
@@ -53,27 +53,6 @@ class XComArg(DependencyMixin):
         if not others or not all(isinstance(other, XComArg) for other in others):
             raise DagDefinitionError("XComArg.zip() takes one or more task results to zip with")
         return ZipXComArg(self.task, self.key, (self, *others), fillvalue)
-
-    # Setup and teardown (tradewind/setup_teardown.py), as on Airflow's XComArg.
-    def as_setup(self) -> XComArg:
-        from tradewind.setup_teardown import as_setup
-
-        return as_setup(self)  # type: ignore[no-any-return]
-
-    def as_teardown(self, setups: Any = None, on_failure_fail_dagrun: bool = False) -> XComArg:
-        from tradewind.setup_teardown import as_teardown
-
-        return as_teardown(self, setups, on_failure_fail_dagrun)  # type: ignore[no-any-return]
-
-    def __enter__(self) -> XComArg:
-        from tradewind.setup_teardown import enter_scope
-
-        return enter_scope(self)  # type: ignore[no-any-return]
-
-    def __exit__(self, *exc: object) -> None:
-        from tradewind.setup_teardown import exit_scope
-
-        exit_scope(self)
 
     @property
     def parts(self) -> tuple[XComArg, ...]:
