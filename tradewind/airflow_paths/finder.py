@@ -30,6 +30,8 @@ log = logging.getLogger("tradewind.airflow_paths")
 #: Airflow's distributions: when one is installed, ``install`` says what Tradewind does.
 AIRFLOW_DISTRIBUTIONS = ("apache-airflow-core", "apache-airflow")
 _CHOICE = "TRADEWIND_AIRFLOW_IMPORTS"
+#: The Airflow 2 modules built since the loader last dropped them.
+_NOTED: set[str] = set()
 
 
 class AirflowPathsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -56,7 +58,8 @@ class AirflowPathsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__getattr__ = _resolver(module.__name__, row)  # type: ignore[method-assign]
         module.__all__ = sorted(row.names)  # type: ignore[attr-defined]
         module.__doc__ = f"Airflow's {module.__name__}, with Tradewind's names."
-        module.__tradewind_noted__ = row.airflow3 is not None  # type: ignore[attr-defined]
+        if row.airflow3 is not None:
+            _NOTED.add(module.__name__)
 
 
 def _package_path(fullname: str) -> list[str]:
@@ -172,5 +175,5 @@ def install(choice: str = "tradewind") -> bool:
 def drop_noted_modules() -> None:
     """Forget the Airflow 2 modules imported so far, so that the next DAG file's imports of them
     warn again (its own report names them)."""
-    for name in [n for n, m in sys.modules.items() if getattr(m, "__tradewind_noted__", False)]:
-        del sys.modules[name]
+    while _NOTED:
+        sys.modules.pop(_NOTED.pop(), None)
