@@ -23,6 +23,7 @@ from typing import Any
 from tradewind.context import get_current_context
 from tradewind.exceptions import DagDefinitionError, SkipTask
 from tradewind.task import TaskDecorator, task_options
+from tradewind.xcom_arg import find_xcom_args
 
 SKIP_EXIT_CODE = 99
 
@@ -150,6 +151,12 @@ class BashDecorator(TaskDecorator):
         super().__init__(_running(command, how, process), options, explicit)
         self.command, self.how, self.process = command, how, process
 
+    def _add_task(self, args: tuple[Any, ...], kwargs: dict[str, Any], mapping: Any = None) -> Any:
+        added = super()._add_task(args, kwargs, mapping)
+        for upstream in find_xcom_args(self.how.env):  # a result in env: run after its task
+            added.set_upstream(upstream.task)
+        return added
+
     def override(self, **changes: Any) -> TaskDecorator:
         ours = {k: changes.pop(k) for k in list(changes) if k in _BASH_FIELDS}
         if "skip_on_exit_code" in ours:
@@ -181,6 +188,8 @@ def _running(
         context = get_current_context()
         task = context["task"]
         command = task.render_template(function(*args, **kwargs), context)
-        return process(run_bash(command, how, f"task {task.task_id}", context))
+        # env is templated, as in Airflow: upstream results in it are read now.
+        ran = replace(how, env=task.render_template(how.env, context)) if how.env else how
+        return process(run_bash(command, ran, f"task {task.task_id}", context))
 
     return run

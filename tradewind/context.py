@@ -98,6 +98,7 @@ CONTEXT_KEYS = (
     "conn",
     "var",
     "templates_dict",
+    "task_instance_key_str",
     # tradewind/context_keys.py
     "macros",
     "prev_start_date_success",

@@ -94,6 +94,12 @@ def task_params(run_params: dict[str, Any], conf: dict[str, Any], task: Any) -> 
     return {**run_params, **{k: v for k, v in values.items() if k not in conf}}
 
 
+def instance_key(details: Any) -> str:
+    """Airflow's ``task_instance_key_str``: ``dag__task__yyyymmdd`` of the logical date."""
+    day = details.logical_date.strftime("%Y%m%d") if details.logical_date else ""
+    return f"{details.dag_id}__{details.task_id}__{day}"
+
+
 def task_context(details: Any, client: SupervisorClient, dag: Any, task: Any) -> dict[str, Any]:
     """The context of one try; ``details`` is what the supervisor sent (``TaskDetails``)."""
     ti = RuntimeTaskInstance(
@@ -133,6 +139,7 @@ def task_context(details: Any, client: SupervisorClient, dag: Any, task: Any) ->
         "templates_dict": None,
         "partition_key": dag_run.partition_key,
         "map_index_template": task.options.map_index_template,
+        "task_instance_key_str": instance_key(details),
         # macros, prev_*_success (lazy), Airflow 2's date keys: tradewind/context_keys.py.
         **context_keys(details, client),  # type: ignore[arg-type]
     }
