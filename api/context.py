@@ -8,20 +8,13 @@ by whoever builds the app: the CLI's ``tradewind api-server``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from api.security import Tokens, secret_key
-from state.core import TaskStateValue, XCom
+from state.engine import Purgers
 from tradewind.settings import Settings
 
-
-@dataclass(frozen=True)
-class Purgers:
-    """Deletes the objects of XCom rows and state rows about to be deleted (None: none kept)."""
-
-    xcoms: Callable[[Sequence[XCom]], None] | None = None
-    states: Callable[[Sequence[TaskStateValue]], None] | None = None
+__all__ = ["AppContext", "Purgers"]
 
 
 @dataclass(frozen=True)

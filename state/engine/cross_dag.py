@@ -33,8 +33,8 @@ TriggerOutcome = Literal["created", "cleared", "exists"]
 
 @dataclass(frozen=True)
 class Purgers:
-    """What a reset of an existing run needs to delete the objects of its XComs and state
-    (None: the SQL backends, which keep none); the API's ``Purgers`` are the same pair."""
+    """What deleting XCom and state rows needs to delete their objects too (None: the SQL
+    backends, which keep none): a reset run's, and the API's clears and deletes."""
 
     xcoms: Callable[[Sequence[XCom]], None] | None = None
     states: Callable[[Sequence[TaskStateValue]], None] | None = None
