@@ -191,6 +191,13 @@ class DagStructure(_Frozen):
             return str(summary or self.timetable.get("type"))
         return self.schedule
 
+    @property
+    def schedule_zone(self) -> str | None:
+        """The timezone the schedule is read in, when it is not UTC (the pages name it)."""
+        stored = self.timetable or {}
+        zone = stored.get("timezone") or self.timezone  # a built-in timetable's, or a cron text's
+        return zone if zone and zone != "UTC" and self.schedule_summary else None
+
     def upstream_first(self) -> list[str]:
         """The task ids, each after all its upstream ones, ties by id (kept in ``memo``).
 
