@@ -262,6 +262,9 @@ def environments(work: Path) -> tuple[dict[str, str], dict[str, str]]:
         "AIRFLOW_HOME": str(work / "airflow_home"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
     }
+    # A home that exists, as a deployment's does: compiled DAG files are kept there, as Airflow's
+    # DagBag keeps them in the folder's __pycache__.
+    (work / "tradewind_home").mkdir(exist_ok=True)
     tradewind = base | {"TRADEWIND_HOME": str(work / "tradewind_home"), "PYTHONPATH": str(ROOT)}
     return airflow, tradewind
 

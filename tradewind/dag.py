@@ -137,6 +137,7 @@ class DAG:
         self.tasks[task.task_id] = task
         if task.task_group is not None:
             task.task_group.task_ids.append(task.task_id)
+            task.task_group.tasks.append(task)
 
     def get_task(self, task_id: str) -> Task:
         try:
@@ -154,7 +155,8 @@ class DAG:
             through = f" (through task group {', '.join(groups)})" if groups else ""
             raise DagDefinitionError(f"DAG {self.dag_id} has a cycle{through}: {cycle}") from None
 
-    def validate(self) -> None:
+    def validate(self) -> list[str]:
+        """Check every upstream is a task and there is no cycle; the tasks in topological order."""
         for task in self.tasks.values():
             unknown = task.upstream_task_ids - self.tasks.keys()
             if unknown:
@@ -162,11 +164,12 @@ class DAG:
                     f"DAG {self.dag_id}: task {task.task_id} depends on unknown task(s) "
                     f"{sorted(unknown)}"
                 )
-        self.topological_order()
+        return self.topological_order()
 
-    def structure(self) -> dict[str, Any]:
-        """What the scheduler and ``state/`` need, as JSON: no code, only ids and options."""
-        order = self.topological_order()
+    def structure(self, order: list[str] | None = None) -> dict[str, Any]:
+        """What the scheduler and ``state/`` need, as JSON: no code, only ids and options.
+        ``order``: the tasks' topological order, when ``validate`` has just computed it."""
+        order = self.topological_order() if order is None else order
         weights = total_weights(self.tasks, order)
         return {
             "dag_id": self.dag_id,

@@ -24,7 +24,14 @@ from tradewind.dependencies import DependencyMixin, SetupTeardownMixin
 from tradewind.exceptions import DagDefinitionError
 from tradewind.mapped_group import check_not_nested
 from tradewind.mapping import EXPAND, KWARGS_LIST, build_mapping
-from tradewind.task import Task, TaskOptions, add_task, task_options
+from tradewind.task import (
+    GivenOptions,
+    Task,
+    TaskOptions,
+    add_task,
+    option_names_checked,
+    task_options,
+)
 from tradewind.templates import kwargs_of_index, render_value
 from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
@@ -58,7 +65,8 @@ class BaseOperator(SetupTeardownMixin, DependencyMixin, metaclass=_OperatorMeta)
         self._pre_execute = _callable_or_none(options.pop("pre_execute", None), "pre_execute")
         self._post_execute = _callable_or_none(options.pop("post_execute", None), "post_execute")
         self._explicit = frozenset(options)
-        self._options = task_options(f"{type(self).__name__} {task_id}", options)
+        where = f"{type(self).__name__} {task_id}"
+        self._options = GivenOptions(where, option_names_checked(where, options))
         self._task: Task | None = None
 
     def execute(self, context: dict[str, Any]) -> Any:

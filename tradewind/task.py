@@ -159,12 +159,26 @@ def check_default_args(where: str, default_args: dict[str, Any] | None) -> dict[
 
 def task_options(where: str, options: dict[str, Any]) -> TaskOptions:
     """``TaskOptions`` of what ``@task(...)`` was given; an argument not supported is refused."""
+    return TaskOptions(**option_names_checked(where, options))
+
+
+def option_names_checked(where: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without the default-only ones; an argument not supported is refused."""
     options = dict(options)
     take_default_only(where, options)
     refuse_unsupported(
         where, {k: v for k, v in options.items() if k not in TaskOptions.__dataclass_fields__}
     )
-    return TaskOptions(**options)
+    return options
+
+
+@dataclass(frozen=True)
+class GivenOptions:
+    """The options an operator was given, names checked: built into ``TaskOptions`` once, with
+    the ``default_args`` under them, when the operator joins its DAG (``add_task``)."""
+
+    where: str
+    values: dict[str, Any]
 
 
 @dataclass(eq=False)
@@ -287,7 +301,7 @@ def add_task(
     dag: Any,
     label: str,
     function: Callable[..., Any] | None,
-    options: TaskOptions,
+    options: TaskOptions | GivenOptions,
     explicit: frozenset[str],
     args: tuple[Any, ...] = (),
     kwargs: dict[str, Any] | None = None,
@@ -322,10 +336,12 @@ def add_task(
 
 
 def _options_in(
-    dag: Any, group: Any, options: TaskOptions, explicit: frozenset[str]
+    dag: Any, group: Any, options: TaskOptions | GivenOptions, explicit: frozenset[str]
 ) -> TaskOptions:
     """``options`` with the DAG's and the groups' ``default_args`` under those given."""
     defaults = group.merged_default_args() if group is not None else dict(dag.default_args)
+    if isinstance(options, GivenOptions):
+        return TaskOptions(**{**defaults, **options.values})
     unset = {k: v for k, v in defaults.items() if k not in explicit}
     return replace(options, **unset) if unset else options
 

@@ -53,9 +53,14 @@ class TaskGroup(DependencyMixin):
         self.ui_color, self.ui_fgcolor = ui_color, ui_fgcolor  # for the UI's graph
         self.default_args = check_default_args(f"task group {group_id}", default_args)
         self.task_ids: list[str] = []
+        # Kept as they join (``DAG.add_task``, here): ``>>`` on a group reads them, never the DAG.
+        self.tasks: list[Task] = []
+        self.children: list[TaskGroup] = []
         #: Set on a mapped group (``.expand``): its tasks are mapped over these arguments.
         self.mapping: dict[str, Any] | None = None
         self.group_id = self.dag.add_group(self, self._full_id(group_id), add_suffix_on_collision)
+        if self.parent is not None:
+            self.parent.children.append(self)
 
     def __repr__(self) -> str:
         return f"<TaskGroup {self.group_id}>"
@@ -82,11 +87,10 @@ class TaskGroup(DependencyMixin):
 
     def all_tasks(self) -> list[Task]:
         """Its tasks and those of the groups inside it."""
-        return [
-            task
-            for task in self.dag.tasks.values()
-            if any(group is self for group in _groups_of(task.task_group))
-        ]
+        found = list(self.tasks)
+        for child in self.children:
+            found.extend(child.all_tasks())
+        return found
 
     def roots(self) -> list[Task]:
         inside = self.all_tasks()
@@ -109,14 +113,6 @@ class TaskGroup(DependencyMixin):
             "tasks": sorted(self.task_ids),
             "mapped": self.mapping is not None,
         }
-
-
-def _groups_of(group: TaskGroup | None) -> list[TaskGroup]:
-    found = []
-    while group is not None:
-        found.append(group)
-        group = group.parent
-    return found
 
 
 class TaskGroupDecorator:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tradewind import dag_context
+from tradewind import bytecode, dag_context
 from tradewind.loader import DagBag, dag_files, load_dag_file, one_line_error
+from tradewind.settings import reload_settings
 
 GOOD = """
 from tradewind import DAG, dag, task
@@ -239,6 +242,74 @@ def test_a_changed_file_is_seen_on_the_next_load(
 
     assert [d.dag_id for d in load_dag_file(path)] == ["new_id"]
     assert not (dags / "__pycache__").exists()
+
+
+@pytest.fixture
+def home_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], None]]:
+    def point(home: Path) -> None:
+        monkeypatch.setenv("TRADEWIND_HOME", str(home))
+        reload_settings()
+
+    yield point
+    monkeypatch.undo()
+    reload_settings()
+
+
+def test_compiled_files_are_kept_under_the_home_and_an_edit_is_always_seen(
+    dags: Path, tmp_path: Path, home_at: Callable[[Path], None]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    home_at(home)
+    path = write(dags, "kept.py", one_dag("first_id"))
+    mtime_ns = path.stat().st_mtime_ns
+    assert [d.dag_id for d in load_dag_file(path)] == ["first_id"]
+    [cached] = (home / "cache" / "dag-bytecode").glob("kept-*.pyc")
+
+    # The same size and mtime, another content: a new process (nothing in memory) sees it.
+    write(dags, "kept.py", one_dag("other_id"))
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+    bytecode._LOADED.clear()
+    assert [d.dag_id for d in load_dag_file(path)] == ["other_id"]
+
+    cached.write_bytes(b"not marshalled code")
+    bytecode._LOADED.clear()
+    assert [d.dag_id for d in load_dag_file(path)] == ["other_id"]
+    assert not (dags / "__pycache__").exists()
+
+
+def test_the_kept_code_is_used_when_the_content_matches(
+    dags: Path, tmp_path: Path, home_at: Callable[[Path], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    home_at(home)
+    path = write(dags, "stable.py", one_dag("stable"))
+    load_dag_file(path)
+    bytecode._LOADED.clear()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(bytecode, "compile", refuse, raising=False)
+    assert [d.dag_id for d in load_dag_file(path)] == ["stable"]
+
+
+def test_without_a_home_nothing_is_written(
+    dags: Path, tmp_path: Path, home_at: Callable[[Path], None]
+) -> None:
+    home_at(tmp_path / "no_home_yet")
+    assert [d.dag_id for d in load_dag_file(write(dags, "one.py", one_dag("one")))] == ["one"]
+    assert not (tmp_path / "no_home_yet").exists()
+
+
+def test_the_garbage_collector_is_on_again_after_a_file_loads_or_fails(dags: Path) -> None:
+    assert gc.isenabled()
+    load_dag_file(write(dags, "fine.py", one_dag("fine")))
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        load_dag_file(write(dags, "broken.py", "1 / 0\n"))
+    assert gc.isenabled()
 
 
 def test_a_dag_file_runs_with_its_own_future_flags_not_the_loaders(dags: Path) -> None:
