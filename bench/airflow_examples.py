@@ -10,7 +10,8 @@ its own, and the run's state and every task instance's compared with what Airflo
 ``bench/airflow_reference.py``). DAGs that cannot mean anything here are not run, each with its
 reason printed.
 
-    python bench/airflow_examples.py [--cache DIR] [--only FILE_STEM ...]
+    python bench/airflow_examples.py [--cache DIR] [--only FILE_STEM ...]   (--only: merged
+                                                                   into the last run's results)
 
 Prints a table and writes bench/results/airflow_examples.json.
 """
@@ -320,6 +321,12 @@ def main() -> None:
     options = parser.parse_args()
     results = ROOT / "bench" / "results" / "airflow_examples.json"
     reports = rejudged(results) if options.rejudge else run_all(options.cache, options.only)
+    if options.only and results.exists():  # the files run replace theirs in the last run's
+        ran = {report.name for report in reports}
+        reports = sorted(
+            [kept for kept in rejudged(results) if kept.name not in ran] + reports,
+            key=lambda report: report.name,
+        )
     counts = summary(reports, read_reference()["dags"])
     print_table(reports, counts)
     document = {"counts": counts, "files": [asdict(report) for report in reports]}

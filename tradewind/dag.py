@@ -58,6 +58,7 @@ class DAG:
         user_defined_macros: dict[str, Any] | None = None,
         user_defined_filters: dict[str, Any] | None = None,
         owner_links: dict[str, str] | None = None,
+        template_undefined: type | None = None,
         **other: Any,
     ) -> None:
         if not dag_id or not isinstance(dag_id, str):
@@ -95,6 +96,9 @@ class DAG:
         self.template_searchpath = _as_list(template_searchpath)
         self.user_defined_macros = dict(user_defined_macros or {})
         self.user_defined_filters = dict(user_defined_filters or {})
+        # Jinja's class for a name a template uses and the context lacks: as in Airflow, an
+        # error (``jinja2.StrictUndefined``) unless the DAG says otherwise.
+        self.template_undefined = template_undefined
         self.owner_links = check_owner_links(dag_id, owner_links)
         self.tasks: dict[str, Task] = {}
         self.task_groups: dict[str, Any] = {}

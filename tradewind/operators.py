@@ -86,13 +86,14 @@ class BaseOperator(SetupTeardownMixin, DependencyMixin, metaclass=_OperatorMeta)
             for upstream in find_xcom_args(getattr(self, name, None)):
                 self._task.set_upstream(upstream.task)
         fields = [getattr(self, name, None) for name in self.template_fields]
+        fields.append(self._task.options.templates_dict)
         note_airflow2_names(getattr(self, "python_callable", None), fields)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # ``op.trigger_rule = ...`` / ``op.doc_md = ...`` after the operator is made, as Airflow
         # DAG files do: a task option (never one the operator keeps as its own) changes the task.
-        task = self.__dict__.get("_task")
-        if task is not None and name in _OPTION_NAMES and name not in self.__dict__:
+        task = self.__dict__.get("_task") if name in _OPTION_NAMES else None
+        if task is not None and name not in self.__dict__:
             task.options = task_options(
                 f"{type(self).__name__} {self.task_id}", {**_given(task.options), name: value}
             )

@@ -329,7 +329,8 @@ def add_task(
         label=label,
     )
     dag.add_task(task)
-    note_airflow2_names(function, (args, kwargs, task.options.templates_dict))
+    if not isinstance(options, GivenOptions):  # an operator's are noted as it joins
+        note_airflow2_names(function, (args, kwargs, task.options.templates_dict))
     for upstream in find_xcom_args((args, kwargs, mapping)):
         task.set_upstream(upstream.task)
     return task

@@ -49,7 +49,8 @@ def environment(dag: Any) -> jinja2.Environment:
     if dag.fileloc:
         folders.append(str(Path(dag.fileloc).parent))
     kind = NativeSandboxedEnvironment if dag.render_template_as_native_obj else SandboxedEnvironment
-    built = kind(loader=jinja2.FileSystemLoader(folders), cache_size=0)
+    undefined = dag.template_undefined or jinja2.StrictUndefined
+    built = kind(loader=jinja2.FileSystemLoader(folders), cache_size=0, undefined=undefined)
     built.globals.update(dag.user_defined_macros)
     built.filters.update(dag.user_defined_filters)
     dag._jinja_environment = built

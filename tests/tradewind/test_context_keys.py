@@ -192,3 +192,20 @@ def test_a_lazy_value_returned_by_a_task_is_stored_as_what_it_stands_for() -> No
 
     assert type(unwrap(keys["expanded_ti_count"])) is int
     assert unwrap("plain") == "plain"
+
+
+def test_an_undefined_name_in_a_template_is_an_error_as_in_airflow() -> None:
+    import jinja2
+
+    from tradewind.templates import TemplateError
+
+    with DAG("strict_templates") as strict:
+        pass
+    with pytest.raises(TemplateError, match="'no_such_name' is undefined"):
+        render_string("{{ no_such_name }}", {"ds": "2026-01-01"}, strict, where="task t")
+
+    with DAG("lenient_templates", template_undefined=jinja2.Undefined) as lenient:
+        pass
+    assert render_string("[{{ no_such_name }}]{{ ds }}", {"ds": "2026-01-01"}, lenient) == (
+        "[]2026-01-01"
+    )
