@@ -76,6 +76,34 @@ def test_a_running_tries_log_grows_on_the_page(sqlite_home: Home, page: Any, sho
     shoot(page, "task-live-log")
 
 
+def test_a_long_log_opens_on_its_tail_and_pages_back(
+    sqlite_home: Home, page: Any, shoot: Shoot
+) -> None:
+    log = _running_with_a_log(sqlite_home, "long")
+    with log.open("a") as more:  # about 1.3 MB: five windows of the page
+        more.write("".join(f"filler line {n:06} of a long log\n" for n in range(40000)))
+        more.write("the last line so far\n")
+    page.goto("/dags/solo/runs/long/tasks/only")
+    page.wait_for_selector("#pg-log:has-text('the last line so far')")
+    assert "line 0 of the try" not in page.locator("#pg-log").inner_text()
+    assert "filler line 000000" not in page.locator("#pg-log").inner_text()
+    shoot(page, "task-long-log-tail")
+    earlier = page.locator("#pg-log-earlier")
+    for _ in range(10):
+        if not earlier.is_visible():
+            break
+        earlier.click()
+        page.wait_for_function("!document.getElementById('pg-log-earlier').disabled")
+    assert not earlier.is_visible()  # the log's start is reached: nothing earlier
+    text = page.locator("#pg-log").inner_text()
+    assert text.startswith("line 0 of the try")
+    assert text.count("filler line 020000 of a long log") == 1  # each window read once
+    assert text.endswith("the last line so far\n") or text.endswith("the last line so far")
+    with log.open("a") as more:
+        more.write("and one more\n")
+    page.wait_for_selector("#pg-log:has-text('and one more')", timeout=60_000)
+
+
 def test_a_cleared_task_is_shown_running_again(sqlite_home: Home, page: Any, shoot: Shoot) -> None:
     run_pk = sqlite_home.trigger("solo", run_id="again")
     _set(sqlite_home, "again", "only", state="failed", try_number=1, start_date=utcnow(),
