@@ -48,7 +48,7 @@ def test_a_line_is_joined_once_however_many_reads_it_took() -> None:
 def test_a_long_line_is_cut_between_characters_never_inside_one() -> None:
     buffer = LineBuffer(1024)
     pieces = buffer.feed("é".encode() * 1500 + b"\nshort\n")
-    assert [split for _, split in pieces] == [True, True, True, False]
+    assert [goes_on for _, goes_on in pieces] == [True, True, False, False]
     assert b"".join(piece for piece, _ in pieces[:3]).decode() == "é" * 1500
     for piece, _ in pieces:
         assert len(piece) <= 1024

@@ -57,26 +57,23 @@ class LineBuffer:
         self.max_bytes = max_bytes
         self._chunks: list[bytes] = []
         self._size = 0
-        self._splitting = False  # the line being read already came out in part
 
     def feed(self, data: bytes) -> list[tuple[bytes, bool]]:
-        """The lines (or pieces of a long line) ``data`` completes, each with "was it split"."""
+        """The lines (or pieces of a long line) ``data`` completes, each with "does it go on".
+
+        A piece that goes on is followed by the rest of its line; the last piece does not.
+        """
         *complete, rest = data.split(b"\n")
         out: list[tuple[bytes, bool]] = []
         for part in complete:
             self._keep(part, out)
-            out.append((self._take_all(), self._splitting))
-            self._splitting = False
+            out.append((self._take_all(), False))
         self._keep(rest, out)
         return out
 
     def end(self) -> list[tuple[bytes, bool]]:
         """The pipe closed: its unfinished last line, if any."""
-        if not self._size:
-            return []
-        last = [(self._take_all(), self._splitting)]
-        self._splitting = False
-        return last
+        return [(self._take_all(), False)] if self._size else []
 
     def _keep(self, part: bytes, out: list[tuple[bytes, bool]]) -> None:
         if part:
@@ -90,7 +87,6 @@ class LineBuffer:
             cut = _char_boundary(buffered, start + self.max_bytes)
             out.append((buffered[start:cut], True))
             start = cut
-        self._splitting = True
         self._chunks, self._size = [buffered[start:]], len(buffered) - start
 
     def _take_all(self) -> bytes:
@@ -143,6 +139,7 @@ class TryLog:
         self._masker = Masker()
         self._buffers: dict[str, LineBuffer] = {}
         self._said_split = False
+        self._dropping = False
         self._dropped_lines = 0
         self._dropped_bytes = 0
 
@@ -175,7 +172,7 @@ class TryLog:
     def close(self) -> None:
         for source in list(self._buffers):
             self.end(source)
-        if self._dropped_lines:
+        if self._dropping:
             self.line(
                 _SUPERVISOR,
                 f"dropped {self._dropped_lines} line(s) ({self._dropped_bytes} bytes) of the "
@@ -187,13 +184,13 @@ class TryLog:
         """The task's lines: split ones announced once, those past the size cap counted."""
         texts: list[str] = []
         size = self._written
-        for piece, split in pieces:
+        for piece, goes_on in pieces:
             size += _PREFIX_BYTES + len(source) + len(piece)
-            if self._dropped_lines or size > self.limits.max_bytes:
-                self._drop(source, texts, piece)
+            if self._dropping or size > self.limits.max_bytes:
+                self._drop(source, texts, piece, goes_on)
                 texts = []
                 continue
-            if split and not self._said_split:
+            if goes_on and not self._said_split:
                 self._write(source, texts)
                 texts = []
                 self._say_split(source)
@@ -209,15 +206,16 @@ class TryLog:
             "that size",
         )
 
-    def _drop(self, source: str, pending: list[str], piece: bytes) -> None:
-        if not self._dropped_lines:
+    def _drop(self, source: str, pending: list[str], piece: bytes, goes_on: bool) -> None:
+        if not self._dropping:
+            self._dropping = True
             self._write(source, pending)
             self.line(
                 _SUPERVISOR,
                 f"the log reached TRADEWIND_TASK_LOG_MAX_BYTES ({self.limits.max_bytes} bytes): "
                 "the task's further output is dropped",
             )
-        self._dropped_lines += 1
+        self._dropped_lines += 0 if goes_on else 1  # a long line's pieces count as one line
         self._dropped_bytes += len(piece)
 
     def _write(self, source: str, texts: list[str]) -> None:
