@@ -3,8 +3,12 @@ secrets masked on every line they span (worker/supervisor/logs.py)."""
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from worker.supervisor.logs import MASK, LineBuffer, LogLimits, Masker, TryLog
 
@@ -144,3 +148,24 @@ def test_the_masker_masks_a_secret_holding_another_whole() -> None:
     masker.add("no")  # too short: it would hide half the log
     assert masker.mask("1 xxabcxx 2 abc 3 no") == "1 *** 2 *** 3 no"
     assert masker.mask("a.c") == "a.c"  # a secret is text, not a pattern
+
+
+def test_many_secrets_registered_between_two_lines_are_compiled_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A task registering secrets in a loop must not rebuild the pattern per secret: that is
+    # quadratic, in the worker process that every slot's supervisor shares.
+    compiled: list[str] = []
+    real_compile = re.compile
+
+    def counting(pattern: str, *args: Any) -> re.Pattern[str]:
+        compiled.append(pattern)
+        return real_compile(pattern, *args)
+
+    masker = Masker()
+    monkeypatch.setattr(re, "compile", counting)
+    for n in range(5000):
+        masker.add(f"secret-{n:05}")
+    assert masker.mask("x secret-04999 y secret-00000") == "x *** y ***"
+    assert masker.mask("again secret-01234") == "again ***"
+    assert len(compiled) == 1

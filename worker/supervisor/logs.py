@@ -113,17 +113,21 @@ class Masker:
     def __init__(self) -> None:
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._stale = False
 
     def add(self, secret: str) -> None:
         parts = [secret, *(line.strip() for line in secret.splitlines())]
         new = {part for part in parts if len(part) >= MIN_SECRET_CHARS} - self._secrets
         if new:
             self._secrets |= new
+            self._stale = True  # compiled at the next line: many secrets at once cost one
+
+    def mask(self, text: str) -> str:
+        if self._stale:
             # Longest first: a secret that holds another is masked whole, not around it.
             ordered = sorted(self._secrets, key=len, reverse=True)
             self._pattern = re.compile("|".join(map(re.escape, ordered)))
-
-    def mask(self, text: str) -> str:
+            self._stale = False
         return text if self._pattern is None else self._pattern.sub(MASK, text)
 
 
