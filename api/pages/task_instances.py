@@ -52,6 +52,8 @@ PAGE_SIZE = 25
 #: The most bytes of log one answer carries: the page opens on this much of the tail, pages back
 #: this much at a time, and a follower further behind than this jumps to the tail.
 LOG_CHUNK_BYTES = 256 * 1024
+#: The most bytes of a followed log the page keeps: older lines are let go (and can be paged back).
+LOG_WINDOW_BYTES = 4 * 1024 * 1024
 MapIndex = Annotated[int, Query(ge=-1)]
 Offset = Annotated[int, Query(ge=0)]
 
@@ -73,9 +75,11 @@ def _log(context: Context, ti: TaskInstance, try_number: int) -> dict[str, Any]:
             if live
             else f"No log of try {try_number} here{where}."
         )
-        return {"text": "", "start": 0, "offset": 0, "size": 0, "live": live, "note": note}
+        empty = {"text": "", "start": 0, "offset": 0, "size": 0, "live": live}
+        return {**empty, "note": note, "window": LOG_WINDOW_BYTES}
     window = read_tail(path, LOG_CHUNK_BYTES)
-    return {**_window(window, live), "note": "" if window.size else "The log is empty."}
+    note = "" if window.size else "The log is empty."
+    return {**_window(window, live), "note": note, "window": LOG_WINDOW_BYTES}
 
 
 def _window(window: LogWindow, live: bool) -> dict[str, Any]:

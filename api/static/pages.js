@@ -1,12 +1,11 @@
 // The task page's live log. It opens on the log's tail ("Earlier lines" pages back), a running
 // try's log is followed from the last byte read and scrolled along if the reader is at its end.
 // The tab never holds a whole large log: a follower far behind jumps to the tail (the server
-// says so with the window's start), and a long follow keeps only its last WINDOW_BYTES.
+// says so with the window's start), and a long follow keeps only the last data-window bytes.
 // (The run's task table refreshes through tradewind.js's data-refresh.)
 (function () {
   "use strict";
   var PERIOD_MS = 2000;
-  var WINDOW_BYTES = 4 * 1024 * 1024;
 
   function get(pre, query) {
     return fetch(pre.dataset.tail + query, { credentials: "same-origin" })
@@ -27,8 +26,9 @@
   }
 
   function trim(pre) {
+    var keep = Number(pre.dataset.window);
     while (pre.children.length > 1 &&
-           Number(pre.dataset.offset) - Number(pre.children[0].dataset.start) > WINDOW_BYTES) {
+           Number(pre.dataset.offset) - Number(pre.children[0].dataset.start) > keep) {
       pre.removeChild(pre.children[0]);
     }
     if (pre.children.length) pre.dataset.start = pre.children[0].dataset.start;
