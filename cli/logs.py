@@ -26,6 +26,7 @@ from worker.supervisor.logs import log_path
 
 #: (dag_id, run_id, task_id, map_index)
 TIKey = tuple[str, str, str, int]
+_PRINT_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,15 @@ def print_new(path: Path, offset: int) -> int:
         return offset
     with path.open("rb") as log_file:
         log_file.seek(offset)
-        data = log_file.read()
-    sys.stdout.write(data.decode("utf-8", errors="replace"))
+        # A MiB at a time: a log may hold TRADEWIND_TASK_LOG_MAX_BYTES, never held here whole.
+        while data := log_file.read(_PRINT_BYTES):
+            end = data.rfind(b"\n") + 1 if len(data) == _PRINT_BYTES else len(data)
+            end = end or len(data)  # a piece longer than a MiB without a newline: as it is
+            log_file.seek(offset + end)
+            sys.stdout.write(data[:end].decode("utf-8", errors="replace"))
+            offset += end
     sys.stdout.flush()
-    return offset + len(data)
+    return offset
 
 
 def follow_log(url: str, target: LogTarget) -> None:

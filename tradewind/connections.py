@@ -8,6 +8,7 @@ Names follow Airflow's ``airflow.sdk``: ``Connection.get(conn_id)``, ``Variable.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
@@ -16,12 +17,41 @@ from tradewind.context import get_current_context
 from tradewind.spellings import airflow2_spelling
 
 _MISSING: Any = object()
-#: Variable keys that hold secrets even when not marked so (Airflow masks the same names).
-SENSITIVE_WORDS = ("password", "secret", "passwd", "token", "api_key", "apikey", "private_key")
+#: Names that hold secrets: a Variable's key, a key of a Connection's ``extra`` (Airflow masks
+#: the same names). The API hides their values and the supervisor masks them in task logs.
+SENSITIVE_WORDS = (
+    "password",
+    "secret",
+    "passwd",
+    "passphrase",
+    "token",
+    "api_key",
+    "apikey",
+    "private_key",
+    "authorization",
+    "keyfile_dict",
+    "service_account",
+)
 
 
 def is_sensitive(key: str) -> bool:
     return any(word in key.lower() for word in SENSITIVE_WORDS)
+
+
+def sensitive_values(extra: Any, under_sensitive: bool = False) -> Iterator[str]:
+    """Every value of ``extra`` held under a sensitive key, at any depth, as text.
+
+    A nested ``{"auth": {"api_token": ...}}`` counts, and so does every leaf under a sensitive
+    key (``{"credentials_secret": {"a": ..., "b": [...]}}``). Booleans and None are no secret.
+    """
+    if isinstance(extra, dict):
+        for key, value in extra.items():
+            yield from sensitive_values(value, under_sensitive or is_sensitive(str(key)))
+    elif isinstance(extra, list | tuple):
+        for value in extra:
+            yield from sensitive_values(value, under_sensitive)
+    elif under_sensitive and isinstance(extra, str | int | float) and not isinstance(extra, bool):
+        yield str(extra)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     max_deliveries: int = Field(default=3, ge=1)
     scheduler_interval_seconds: float = Field(default=1.0, gt=0)
     remote_logs_url: str | None = None
+    # A task's output (worker/supervisor/logs.py): a longer line is written in pieces of this
+    # size, and past this much a try's log drops the task's further lines (counted at its end).
+    task_log_line_max_bytes: int = Field(default=64 * 1024, ge=1024)
+    task_log_max_bytes: int = Field(default=100 * 1024 * 1024, ge=64 * 1024)
     # Seconds between SIGTERM and SIGKILL when a task is stopped.
     kill_grace_seconds: float = Field(default=5.0, ge=0)
     # How many tries of Python tasks one task process may run, one after another (DESIGN.md §7,

@@ -1,9 +1,10 @@
 """The task page, ``/dags/{dag_id}/runs/{run_id}/tasks/{task_id}[?map_index=]``.
 
-Its tries, the selected try's log (followed live: the page polls ``…/log`` for the bytes after
-an offset), its XComs and state-store keys, why it is not running yet, and for a mapped or
-iterable task its items: counts, a paged list, the failed ones with their errors. Every part is
-an aggregate or a page, so the page costs the same statements for 3 items as for 16,194.
+Its tries, the selected try's log (its tail first, earlier lines a page at a time, followed live:
+the page polls ``…/log`` for the bytes after an offset; ``api/logs.py``), its XComs and
+state-store keys, why it is not running yet, and for a mapped or iterable task its items:
+counts, a paged list, the failed ones with their errors. Every part is an aggregate or a page, so
+the page costs the same statements for 3 items as for 16,194.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser
-from api.logs import try_log
+from api.logs import LogWindow, read_after, read_before, read_tail, try_log
 from api.pages.runs import MISSING, RUN_PAGE, PageRunner, duration, missing, run_url, when
 from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
@@ -48,8 +49,11 @@ from state.views import (
 router = APIRouter(include_in_schema=False)
 TASK_PAGE = RUN_PAGE + "/tasks/{task_id}"
 PAGE_SIZE = 25
-#: The most bytes of log one poll returns (the page asks again for the rest).
+#: The most bytes of log one answer carries: the page opens on this much of the tail, pages back
+#: this much at a time, and a follower further behind than this jumps to the tail.
 LOG_CHUNK_BYTES = 256 * 1024
+#: The most bytes of a followed log the page keeps: older lines are let go (and can be paged back).
+LOG_WINDOW_BYTES = 4 * 1024 * 1024
 MapIndex = Annotated[int, Query(ge=-1)]
 Offset = Annotated[int, Query(ge=0)]
 
@@ -59,16 +63,8 @@ def task_url(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str
     return f"{run_url(dag_id, run_id)}/tasks/{task_id}{index}"
 
 
-def read_from(path: Path, offset: int) -> tuple[str, int]:
-    """The whole lines of the log after byte ``offset`` (at most a chunk), and the next offset."""
-    with path.open("rb") as log_file:
-        log_file.seek(offset)
-        data = log_file.read(LOG_CHUNK_BYTES)
-    cut = data.rfind(b"\n") + 1 if len(data) == LOG_CHUNK_BYTES else len(data)
-    return data[: cut or len(data)].decode("utf-8", errors="replace"), offset + (cut or len(data))
-
-
 def _log(context: Context, ti: TaskInstance, try_number: int) -> dict[str, Any]:
+    """The try's log as the page opens on it: its tail, the earlier part a click away."""
     key = (ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
     path = try_log(context.settings.logs_folder, key, try_number)
     live = ti.state == TaskInstanceState.RUNNING and try_number == ti.try_number
@@ -79,13 +75,20 @@ def _log(context: Context, ti: TaskInstance, try_number: int) -> dict[str, Any]:
             if live
             else f"No log of try {try_number} here{where}."
         )
-        return {"text": "", "offset": 0, "live": live, "note": note}
-    text, offset = read_from(path, 0)
+        empty = {"text": "", "start": 0, "offset": 0, "size": 0, "live": live}
+        return {**empty, "note": note, "window": LOG_WINDOW_BYTES}
+    window = read_tail(path, LOG_CHUNK_BYTES)
+    note = "" if window.size else "The log is empty."
+    return {**_window(window, live), "note": note, "window": LOG_WINDOW_BYTES}
+
+
+def _window(window: LogWindow, live: bool) -> dict[str, Any]:
     return {
-        "text": text,
-        "offset": offset,
+        "text": window.text,
+        "start": window.start,
+        "offset": window.end,
+        "size": window.size,
         "live": live,
-        "note": "" if text else "The log is empty.",
     }
 
 
@@ -236,17 +239,35 @@ def task_log_tail(
     context: Context,
     try_number: Annotated[int, Query(ge=1)],
     map_index: MapIndex = -1,
-    offset: Offset = 0,
+    offset: Offset | None = None,
+    before: Offset | None = None,
 ) -> Response:
-    """The log's bytes after ``offset``, for the page to append: ``{text, offset, live}``."""
+    """A window of the log, for the page: ``{text, start, offset, size, live}``.
+
+    ``offset``: the lines after it (to follow the log; far behind, the tail instead, and
+    ``start`` says so); ``before``: the lines before it (to page back); neither: the tail.
+    """
+    if offset is not None and before is not None:
+        return JSONResponse({"detail": "give offset or before, not both"}, 400)
     try:
         ti = get_task_instance(session, TIKey(dag_id, run_id, task_id, map_index)).ti
     except MISSING as error:
         return JSONResponse({"detail": str(error)}, status.HTTP_404_NOT_FOUND)
     path = try_log(context.settings.logs_folder, (dag_id, run_id, task_id, map_index), try_number)
     live = ti.state == TaskInstanceState.RUNNING and try_number == ti.try_number
-    text, next_offset = read_from(path, offset) if path.is_file() else ("", offset)
-    return JSONResponse({"text": text, "offset": next_offset, "live": live})
+    if not path.is_file():
+        at = offset or 0
+        return JSONResponse({"text": "", "start": at, "offset": at, "size": 0, "live": live})
+    return JSONResponse(_window(_log_window(path, offset, before), live))
+
+
+def _log_window(path: Path, offset: int | None, before: int | None) -> LogWindow:
+    if before is not None:
+        return read_before(path, before, LOG_CHUNK_BYTES)
+    if offset is None or path.stat().st_size - offset > LOG_CHUNK_BYTES:
+        # A follower this far behind would fetch every chunk in between: it jumps to the tail.
+        return read_tail(path, LOG_CHUNK_BYTES)
+    return read_after(path, offset, LOG_CHUNK_BYTES)
 
 
 def _chosen_tis(

@@ -1,32 +1,78 @@
-// The task page's live log: a running try's log is followed from the last byte read, and
-// scrolled along if the reader is at its end. (The run's task table refreshes through
-// tradewind.js's data-refresh.)
+// The task page's live log. It opens on the log's tail ("Earlier lines" pages back), a running
+// try's log is followed from the last byte read and scrolled along if the reader is at its end.
+// The tab never holds a whole large log: a follower far behind jumps to the tail (the server
+// says so with the window's start), and a long follow keeps only the last data-window bytes.
+// (The run's task table refreshes through tradewind.js's data-refresh.)
 (function () {
   "use strict";
   var PERIOD_MS = 2000;
 
+  function get(pre, query) {
+    return fetch(pre.dataset.tail + query, { credentials: "same-origin" })
+      .then(function (reply) { return reply.ok ? reply.json() : null; });
+  }
+
+  // Each window read is a span that knows its first byte: trimming and paging back need it.
+  function piece(chunk) {
+    var span = document.createElement("span");
+    span.dataset.start = chunk.start;
+    span.textContent = chunk.text;
+    return span;
+  }
+
+  function showEarlier(pre) {
+    var button = document.getElementById("pg-log-earlier");
+    if (button) button.hidden = Number(pre.dataset.start) === 0;
+  }
+
+  function trim(pre) {
+    var keep = Number(pre.dataset.window);
+    while (pre.children.length > 1 &&
+           Number(pre.dataset.offset) - Number(pre.children[0].dataset.start) > keep) {
+      pre.removeChild(pre.children[0]);
+    }
+    if (pre.children.length) pre.dataset.start = pre.children[0].dataset.start;
+  }
+
   function followLog(pre) {
     var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
-    var url = pre.dataset.tail + "&offset=" + pre.dataset.offset;
-    fetch(url, { credentials: "same-origin" })
-      .then(function (reply) { return reply.ok ? reply.json() : null; })
-      .then(function (chunk) {
-        if (chunk === null) return;
-        if (chunk.text) {
-          pre.appendChild(document.createTextNode(chunk.text));
-          if (atEnd) pre.scrollTop = pre.scrollHeight;
-        }
-        var more = chunk.offset !== Number(pre.dataset.offset);
-        pre.dataset.offset = chunk.offset;
-        pre.dataset.live = chunk.live ? "yes" : "no";
-        if (more) followLog(pre);
-        else if (chunk.live) setTimeout(function () { followLog(pre); }, PERIOD_MS);
-      });
+    get(pre, "&offset=" + pre.dataset.offset).then(function (chunk) {
+      if (chunk === null) return;
+      if (chunk.start !== Number(pre.dataset.offset)) {
+        pre.replaceChildren();  // far behind: the server answered with the tail instead
+        pre.dataset.start = chunk.start;
+      }
+      if (chunk.text) pre.appendChild(piece(chunk));
+      var more = chunk.offset !== Number(pre.dataset.offset);
+      pre.dataset.offset = chunk.offset;
+      if (atEnd) {
+        trim(pre);  // only at the end: a reader scrolled up keeps what they read
+        pre.scrollTop = pre.scrollHeight;
+      }
+      showEarlier(pre);
+      if (more) followLog(pre);
+      else if (chunk.live) setTimeout(function () { followLog(pre); }, PERIOD_MS);
+    });
+  }
+
+  function pageBack(pre, button) {
+    button.disabled = true;
+    get(pre, "&before=" + pre.dataset.start).then(function (chunk) {
+      button.disabled = false;
+      if (chunk === null) return;
+      var height = pre.scrollHeight;
+      pre.insertBefore(piece(chunk), pre.firstChild);
+      pre.dataset.start = chunk.start;
+      pre.scrollTop += pre.scrollHeight - height;  // the reader stays on the line they read
+      showEarlier(pre);
+    });
   }
 
   var log = document.getElementById("pg-log");
   if (log) {
     log.scrollTop = log.scrollHeight;
-    followLog(log);  // the rest of a long log, then (while the try runs) what it adds
+    followLog(log);  // while the try runs, what it adds
+    var earlier = document.getElementById("pg-log-earlier");
+    if (earlier) earlier.addEventListener("click", function () { pageBack(log, earlier); });
   }
 })();

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from sqlalchemy import update
 
-from cli.logs import follow_log, resolve_log
+from cli.logs import follow_log, print_new, resolve_log
 from state.core.db import session_scope
 from state.core.models import TaskInstance
 from tradewind.settings import get_settings
@@ -179,3 +181,23 @@ def append(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as log_file:
         log_file.write(text)
+
+
+def test_a_large_log_is_printed_whole_a_mib_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "1.log"
+    text = "".join(f"line {n:07} é\n" for n in range(600_000)) + "the end, no newline"
+    path.write_text(text)
+    size = len(text.encode())
+    del text
+    with (tmp_path / "out.txt").open("w", encoding="utf-8") as out:
+        monkeypatch.setattr(sys, "stdout", out)
+        tracemalloc.start()
+        try:
+            assert print_new(path, 0) == size
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert (tmp_path / "out.txt").read_bytes() == path.read_bytes()
+    assert size > 9 * 1024 * 1024 and peak < 4 * 1024 * 1024  # read whole, it is 9 MiB at once

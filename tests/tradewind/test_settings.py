@@ -212,3 +212,19 @@ def test_a_short_secret_key_is_refused_without_showing_it(env: pytest.MonkeyPatc
     assert str(error.value) == (
         "TRADEWIND_API_SECRET_KEY: String should have at least 32 characters (got 7 characters)"
     )
+
+
+def test_a_tasks_log_is_capped_per_line_and_per_try_unless_set(env: pytest.MonkeyPatch) -> None:
+    settings = get_settings()
+    assert (settings.task_log_line_max_bytes, settings.task_log_max_bytes) == (65536, 104857600)
+    env.setenv("TRADEWIND_TASK_LOG_LINE_MAX_BYTES", "1048576")
+    env.setenv("TRADEWIND_TASK_LOG_MAX_BYTES", "1073741824")
+    settings = reload_settings()
+    assert (settings.task_log_line_max_bytes, settings.task_log_max_bytes) == (2**20, 2**30)
+    env.setenv("TRADEWIND_TASK_LOG_LINE_MAX_BYTES", "16")
+    with pytest.raises(SettingsError) as error:
+        reload_settings()
+    assert str(error.value) == (
+        "TRADEWIND_TASK_LOG_LINE_MAX_BYTES: Input should be greater than or equal to 1024 "
+        "(got '16')"
+    )

@@ -76,6 +76,56 @@ def test_a_running_tries_log_grows_on_the_page(sqlite_home: Home, page: Any, sho
     shoot(page, "task-live-log")
 
 
+def test_a_long_log_opens_on_its_tail_and_pages_back(
+    sqlite_home: Home, page: Any, shoot: Shoot
+) -> None:
+    log = _running_with_a_log(sqlite_home, "long")
+    with log.open("a") as more:  # about 1.3 MB: five windows of the page
+        more.write("".join(f"filler line {n:06} of a long log\n" for n in range(40000)))
+        more.write("the last line so far\n")
+    page.goto("/dags/solo/runs/long/tasks/only")
+    page.wait_for_selector("#pg-log:has-text('the last line so far')")
+    assert "line 0 of the try" not in page.locator("#pg-log").inner_text()
+    assert "filler line 000000" not in page.locator("#pg-log").inner_text()
+    shoot(page, "task-long-log-tail")
+    earlier = page.locator("#pg-log-earlier")
+    for _ in range(10):
+        if not earlier.is_visible():
+            break
+        earlier.click()
+        page.wait_for_function("!document.getElementById('pg-log-earlier').disabled")
+    assert not earlier.is_visible()  # the log's start is reached: nothing earlier
+    text = page.locator("#pg-log").inner_text()
+    assert text.startswith("line 0 of the try")
+    assert text.count("filler line 020000 of a long log") == 1  # each window read once
+    assert text.endswith("the last line so far\n") or text.endswith("the last line so far")
+    with log.open("a") as more:
+        more.write("and one more\n")
+    page.wait_for_selector("#pg-log:has-text('and one more')", timeout=60_000)
+
+
+def test_a_long_follow_keeps_its_window_and_lets_go_of_older_lines(
+    sqlite_home: Home, page: Any
+) -> None:
+    log = _running_with_a_log(sqlite_home, "follow")
+    page.goto("/dags/solo/runs/follow/tasks/only")
+    page.wait_for_selector("#pg-log:has-text('line 4 of the try')")
+    assert page.locator("#pg-log").get_attribute("data-window") == str(4 * 1024 * 1024)
+    # The page keeps 4 MiB; a window of 2 KB shows the same rule without writing megabytes.
+    page.evaluate("document.getElementById('pg-log').dataset.window = '2000'")
+    for n in range(4):
+        with log.open("a") as more:
+            more.write("".join(f"batch {n} line {k:02} of the follow\n" for k in range(30)))
+        page.wait_for_selector(f"#pg-log:has-text('batch {n} line 29')", timeout=60_000)
+    text = page.locator("#pg-log").inner_text()
+    assert "line 0 of the try" not in text and "batch 0 line 00" not in text  # let go
+    assert "batch 3 line 29 of the follow" in text
+    earlier = page.locator("#pg-log-earlier")
+    assert earlier.is_visible()
+    earlier.click()
+    page.wait_for_selector("#pg-log:has-text('batch 0 line 00')")  # paged back on demand
+
+
 def test_a_cleared_task_is_shown_running_again(sqlite_home: Home, page: Any, shoot: Shoot) -> None:
     run_pk = sqlite_home.trigger("solo", run_id="again")
     _set(sqlite_home, "again", "only", state="failed", try_number=1, start_date=utcnow(),

@@ -9,14 +9,14 @@ handler is given is the try's ``TryContext`` (``worker/supervisor/try_context.py
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 from state.core import Retry, ride_out, session_scope, store_probe
 from state.engine import Failed, Rescheduled, Skipped, Succeeded
 from state.records import checkpoints as cp
 from state.records import get_connection as read_connection
 from state.records import get_variable as read_variable
-from tradewind.connections import is_sensitive
+from tradewind.connections import is_sensitive, sensitive_values
 from worker import wire as p
 from worker.state_store import serving as state
 from worker.supervisor import asset_requests as assets
@@ -73,6 +73,10 @@ def get_connection(ctx: TryContext, request: p.GetConnection) -> p.Message:
     if reply.password:
         ctx.log.add_secret(reply.password)
         ctx.log.add_secret(quote(reply.password, safe=""))  # as it shows in get_uri()
+    # The extra's sensitive keys are hidden by the API: the log hides them too.
+    for value in sensitive_values(reply.extra):
+        ctx.log.add_secret(value)
+        ctx.log.add_secret(quote_plus(value))  # as get_uri()'s query string shows it
     return reply
 
 
