@@ -34,9 +34,9 @@ def test_each_structure_is_built_once_and_stored_with_its_hash(
     built: list[str] = []
     real = DAG.structure
 
-    def counting(self: DAG) -> dict[str, Any]:
+    def counting(self: DAG, order: list[str] | None = None) -> dict[str, Any]:
         built.append(self.dag_id)
-        return real(self)
+        return real(self, order)
 
     monkeypatch.setattr(DAG, "structure", counting)
     result = sync_dags(session, tmp_path)
