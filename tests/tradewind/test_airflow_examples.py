@@ -54,25 +54,16 @@ def recorded() -> dict[str, set[str]]:
 #: The files whose DAGs the test runs (the bench runs them all): one or two per feature, so that
 #: the suite stays short on a loaded machine and a feature removed still fails it.
 SAMPLE = [
-    "example_branch_labels",
     "example_complex",
-    "example_display_name",
     "example_dynamic_task_mapping_with_no_taskflow_operators",
     "example_failed_dag",
     "example_nested_branch_dag",
-    "example_outlet_event_extra",
     "example_setup_teardown",
-    "example_skip_dag",
     "example_workday_timetable",
     "example_xcom",
     "example_bash_operator",
-    "example_latest_only",
-    "example_measurement_correction_operator",
     "example_python_operator",
-    "example_sensor_decorator",
-    "example_short_circuit_operator",
     "example_trigger_controller_dag",
-    "tutorial_dag",
 ]
 
 
