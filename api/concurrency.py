@@ -65,7 +65,12 @@ class ConcurrencyLimit:
 
     async def _admitted(self) -> bool:
         """Take a slot, waiting in the queue if there is room in it; False: refuse."""
-        if self._slots.value == 0 and self._waiting >= self.max_waiting:
+        try:
+            self._slots.acquire_nowait()
+            return True
+        except anyio.WouldBlock:
+            pass
+        if self._waiting >= self.max_waiting:
             return False
         self._waiting += 1
         try:
