@@ -2,10 +2,11 @@
 
 What is wired here, once: the REST API's routers under ``/api/v2`` (Airflow 3.3's paths), the
 auth routes, the signed session cookie (Starlette's ``SessionMiddleware``, keyed with the same
-secret as the tokens), a bound on request bodies, the static files, and one handler per kind of
-refusal from ``state/`` so routes raise what the store raises and never translate it. The UI's
-pages (``api.pages``) are one router: they get the session, the current user (``api.deps``),
-CSRF (``api.csrf``) and templates (``api.templating``) from the same places.
+secret as the tokens, ``Secure`` when ``TRADEWIND_API_COOKIE_SECURE``), a bound on request
+bodies, the bound on requests in flight (``api.concurrency``, outermost), the static files, and
+one handler per kind of refusal from ``state/`` so routes raise what the store raises and never
+translate it. The UI's pages (``api.pages``) are one router: they get the session, the current
+user (``api.deps``), CSRF (``api.csrf``) and templates (``api.templating``) from the same places.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DataError
 from starlette.middleware.sessions import SessionMiddleware
 
+from api.concurrency import ConcurrencyLimit
 from api.context import AppContext, Purgers
 from api.deps import PageRefused, PageUser, SignInRequired
 from api.limits import BodyLimit
@@ -137,9 +139,20 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
         session_cookie=SESSION_COOKIE,
         max_age=int(settings.api_token_lifetime_seconds),
         same_site="lax",
+        https_only=settings.api_cookie_secure,
     )
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    _limit_concurrency(app, settings)
     return app
+
+
+def _limit_concurrency(app: FastAPI, settings: Settings) -> None:
+    """Outermost: a request past the bound is refused before any other middleware runs."""
+    app.add_middleware(
+        ConcurrencyLimit,
+        max_concurrency=settings.api_max_concurrency,
+        queue_timeout_seconds=settings.api_queue_timeout_seconds,
+    )
 
 
 @asynccontextmanager

@@ -1,17 +1,24 @@
 """Passwords and tokens: argon2 hashes (pwdlib) and signed, expiring JWTs (PyJWT).
 
-A token names its user and expires after ``TRADEWIND_API_TOKEN_LIFETIME_SECONDS``; it is signed
-with ``TRADEWIND_API_SECRET_KEY`` (HS256), which every API server of a fleet must share. Unset,
-a key is generated once and kept in ``TRADEWIND_HOME/api_secret_key`` (mode 0600), so a
-standalone's tokens outlive a restart. The role is not trusted from the token: each request
-reads the user's row, so deleting a user or changing a role takes effect at once.
+A token names its user (id, name and token version) and expires after
+``TRADEWIND_API_TOKEN_LIFETIME_SECONDS``; it is signed with ``TRADEWIND_API_SECRET_KEY``
+(HS256), which every API server of a fleet must share. Unset, a key is generated once and kept
+in ``TRADEWIND_HOME/api_secret_key`` (mode 0600), so a standalone's tokens outlive a restart.
+Nothing but who it is is trusted from a token: each request reads the user's row by id and
+compares the version, so a deletion, a new role, a new password or a sign-out ends it at once.
+
+Hashing runs on an executor of its own (``hash_off_loop``, ``check_off_loop``): argon2 costs
+tens of milliseconds of CPU on purpose, and on the request threads' pool a burst of sign-ins
+left no thread for anything else (health checks took 20-33 s).
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +52,23 @@ def check_password(password: str, password_hash: str | None) -> bool:
     return verify_password(password, password_hash)
 
 
+#: argon2 uses a core while it hashes: more threads than cores would only queue inside the CPU.
+_HASHING = ThreadPoolExecutor(
+    max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="password-hashing"
+)
+
+
+async def hash_off_loop(password: str) -> str:
+    """``hash_password`` on the hashing executor (neither the event loop nor a request thread)."""
+    return await asyncio.get_running_loop().run_in_executor(_HASHING, hash_password, password)
+
+
+async def check_off_loop(password: str, password_hash: str | None) -> bool:
+    """``check_password`` on the hashing executor."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_HASHING, check_password, password, password_hash)
+
+
 def secret_key(settings: Settings) -> str:
     """``TRADEWIND_API_SECRET_KEY``, or the key kept under ``TRADEWIND_HOME`` (made once)."""
     if settings.api_secret_key:
@@ -71,22 +95,38 @@ class InvalidToken(ValueError):
 
 
 @dataclass(frozen=True)
+class TokenHolder:
+    """Whom a token names: the user's id and name, and the token version it was issued at."""
+
+    user_id: int
+    username: str
+    version: int
+
+
+@dataclass(frozen=True)
 class Tokens:
     """Issues and reads the API's bearer tokens."""
 
     key: str
     lifetime: dt.timedelta
 
-    def issue(self, username: str) -> str:
+    def issue(self, holder: TokenHolder) -> str:
         now = dt.datetime.now(dt.UTC)
-        claims = {"sub": username, "iat": now, "nbf": now, "exp": now + self.lifetime}
+        claims = {
+            "sub": holder.username,
+            "uid": holder.user_id,
+            "ver": holder.version,
+            "iat": now,
+            "nbf": now,
+            "exp": now + self.lifetime,
+        }
         return jwt.encode(claims, self.key, algorithm=_ALGORITHM)
 
-    def username(self, token: str) -> str:
-        """The user a token names; ``InvalidToken`` unless it is valid now."""
+    def holder(self, token: str) -> TokenHolder:
+        """Whom a token names; ``InvalidToken`` unless it is valid now."""
         try:
             claims = jwt.decode(
-                token, self.key, algorithms=[_ALGORITHM], options={"require": ["exp", "sub"]}
+                token, self.key, algorithms=[_ALGORITHM], options={"require": _REQUIRED}
             )
         except jwt.ExpiredSignatureError:
             raise InvalidToken(
@@ -94,4 +134,11 @@ class Tokens:
             ) from None
         except jwt.InvalidTokenError as error:
             raise InvalidToken(f"invalid token: {error}") from None
-        return str(claims["sub"])
+        user_id, version = claims["uid"], claims["ver"]
+        if not isinstance(user_id, int) or not isinstance(version, int):
+            raise InvalidToken("invalid token: its user id and version must be integers")
+        return TokenHolder(user_id, str(claims["sub"]), version)
+
+
+#: Claims a token must carry: one from before versions (a name alone) is refused.
+_REQUIRED = ["exp", "sub", "uid", "ver"]

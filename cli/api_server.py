@@ -44,8 +44,10 @@ def api_server(
     import uvicorn
 
     from api import create_app
+    from api.concurrency import size_store_pool
 
     settings = settings_or_exit()
+    size_store_pool(settings)  # before the store's engine is made: it keeps the size it got
     open_store(settings)
     setup_logging()
     app = create_app(settings, purgers_for(settings))

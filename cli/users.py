@@ -1,8 +1,10 @@
-"""``tradewind users create/list/delete``: who may use the API server, and with which role.
+"""``tradewind users``: who may use the API server, and with which role.
 
-Roles, each with the rights of those before it: ``viewer`` reads; ``user`` also triggers,
-clears and marks; ``op`` also edits pools, variables and connections; ``admin`` also manages
-users. Only an argon2 hash of a password is stored; no command prints one.
+``create``, ``list``, ``delete``, ``set-password``, ``set-role`` and ``sign-out``. Roles, each with
+the rights of those before it: ``viewer`` reads; ``user`` also triggers, clears and marks; ``op``
+also edits pools, variables and connections; ``admin`` also manages users. Only an argon2 hash
+of a password is stored; no command prints one. A deletion, a new password, a new role and a
+sign-out end every token and session cookie of the user at once.
 """
 
 from __future__ import annotations
@@ -15,23 +17,35 @@ import typer
 from cli.common import fail, settings_or_exit
 from cli.store import open_store
 from state.core import session_scope
-from state.records import NoSuchUser, Role, UserExists, create_user, delete_user, list_users
+from state.records import (
+    NoSuchUser,
+    Role,
+    UserExists,
+    create_user,
+    delete_user,
+    get_user,
+    list_users,
+    revoke_tokens,
+    set_password_hash,
+    set_role,
+)
 
-app = typer.Typer(help="Create, list and delete the API server's users.", no_args_is_help=True)
+app = typer.Typer(
+    help="Create, list, change and delete the API server's users.", no_args_is_help=True
+)
+
+_PASSWORD_OPTION = typer.Option(
+    "--password", prompt=True, hide_input=True, confirmation_prompt=True,
+    help="Asked for when not given.",
+)  # fmt: skip
 
 
 @app.command()
 def create(
     username: Annotated[str, typer.Option("--username", help="The name to sign in with.")],
-    password: Annotated[
-        str,
-        typer.Option(
-            "--password", prompt=True, hide_input=True, confirmation_prompt=True,
-            help="Asked for when not given.",
-        ),
-    ],
+    password: Annotated[str, _PASSWORD_OPTION],
     role: Annotated[Role, typer.Option("--role", help="What the user may do.")] = Role.VIEWER,
-) -> None:  # fmt: skip
+) -> None:
     """Create a user with a role (its password is stored hashed, never in clear)."""
     if not username.strip():
         fail("--username must not be empty", 2)
@@ -65,7 +79,7 @@ def list_command(
 
 @app.command()
 def delete(username: Annotated[str, typer.Argument(help="The user to delete.")]) -> None:
-    """Delete a user: their tokens stop working at once."""
+    """Delete a user: their tokens and sessions stop working at once."""
     url = open_store(settings_or_exit())
     try:
         with session_scope(url) as session:
@@ -73,3 +87,49 @@ def delete(username: Annotated[str, typer.Argument(help="The user to delete.")])
     except NoSuchUser as error:
         fail(str(error))
     typer.echo(f"deleted user {username}")
+
+
+@app.command("set-password")
+def set_password(
+    username: Annotated[str, typer.Argument(help="The user whose password changes.")],
+    password: Annotated[str, _PASSWORD_OPTION],
+) -> None:
+    """Give a user a new password: their tokens and sessions stop working at once."""
+    if not password:
+        fail("--password must not be empty", 2)
+    from api.security import hash_password
+
+    url = open_store(settings_or_exit())
+    try:
+        with session_scope(url) as session:
+            set_password_hash(session, username, hash_password(password))
+    except NoSuchUser as error:
+        fail(str(error))
+    typer.echo(f"changed the password of {username}; their sign-ins have ended")
+
+
+@app.command("set-role")
+def set_role_command(
+    username: Annotated[str, typer.Argument(help="The user whose role changes.")],
+    role: Annotated[Role, typer.Option("--role", help="What the user may do.")],
+) -> None:
+    """Give a user another role: their tokens and sessions stop working at once."""
+    url = open_store(settings_or_exit())
+    try:
+        with session_scope(url) as session:
+            set_role(session, username, role)
+    except NoSuchUser as error:
+        fail(str(error))
+    typer.echo(f"user {username} is now {role}")
+
+
+@app.command("sign-out")
+def sign_out(username: Annotated[str, typer.Argument(help="The user to sign out.")]) -> None:
+    """End every token and session of a user (a stolen token, a lost laptop)."""
+    url = open_store(settings_or_exit())
+    with session_scope(url) as session:
+        user = get_user(session, username)
+        if user is None:
+            fail(f"no user named {username!r}")
+        revoke_tokens(session, user.id, user.token_version)
+    typer.echo(f"signed {username} out everywhere")

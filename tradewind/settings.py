@@ -70,6 +70,17 @@ class Settings(BaseSettings):
     airflow_imports: Literal["tradewind", "airflow"] = "tradewind"
     # A request body above this is refused (413) before it is read whole.
     api_max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    # How many requests one API server works on at once; its threads and its store connections
+    # are sized from it (api/concurrency.py). Twice as many more wait, at most the queue
+    # seconds each; past that a request is answered 503 with Retry-After at once.
+    api_max_concurrency: int = Field(default=32, ge=1, le=1000)
+    api_queue_timeout_seconds: float = Field(default=10.0, gt=0)
+    # Sign-in throttling: after this many failed sign-ins of one user, or from one client,
+    # within the window, more attempts are answered 429 with Retry-After (api/throttle.py).
+    api_login_max_failures: int = Field(default=10, ge=1)
+    api_login_window_seconds: float = Field(default=300.0, gt=0)
+    # The session cookie's Secure flag: set it when browsers reach the server over HTTPS.
+    api_cookie_secure: bool = False
     # Where the links of alert emails point (the API server's pages): http://api_host:api_port
     # when unset.
     api_base_url: str | None = None

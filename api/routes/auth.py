@@ -3,7 +3,12 @@
 The token route takes ``{"username", "password"}`` as JSON (as Airflow's simple auth manager)
 or as a form (OAuth2's password flow, which the OpenAPI page's "Authorize" button uses) and
 answers 201 with ``{"access_token": ...}``. The login page is a server-rendered form, posted with
-its CSRF token; success keeps the user's name in the signed session cookie.
+its CSRF token; success keeps the user (name, id, token version) in the signed session cookie.
+
+Both are throttled (``api.throttle``: 429 with ``Retry-After``) and check the password on the
+hashing executor (``api.security.check_off_loop``), with no store connection held meanwhile:
+the account is read in a statement of its own first. Signing out raises the user's token
+version, which ends every session and token of theirs, on every API server.
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ from urllib.parse import quote, urlsplit
 from fastapi import APIRouter, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from api.context import AppContext
 from api.csrf import FormPost
-from api.deps import SESSION_USER, Context, DbSession
-from api.security import check_password
+from api.deps import Context, remember_in_session, session_holder
+from api.security import TokenHolder, check_off_loop
 from api.templating import render
-from state.records import get_user
+from api.throttle import Throttled
+from state.core import statement_scope
+from state.records import get_user, revoke_tokens
 
 router = APIRouter(prefix="/auth", tags=["Auth"])
 
@@ -36,12 +43,34 @@ class LoginResponse(BaseModel):
     access_token: str
 
 
-def _authenticate(session: Session, username: str, password: str) -> str | None:
-    """The user's name if the password is theirs; None otherwise (one answer for both)."""
-    user = get_user(session, username)
-    if check_password(password, user.password_hash if user else None) and user:
-        return user.username
-    return None
+def _account(url: str, username: str) -> tuple[TokenHolder, str] | None:
+    """The user named ``username`` and their password hash, read in a statement of its own."""
+    with statement_scope(url) as session:
+        user = get_user(session, username)
+        if user is None:
+            return None
+        return TokenHolder(user.id, user.username, user.token_version), user.password_hash
+
+
+async def _authenticate(
+    request: Request, context: AppContext, username: str, password: str
+) -> TokenHolder | None:
+    """Whom the password opens; None when it opens nothing (one answer for both causes).
+
+    ``Throttled`` when the user or the client has failed too often: no hash is computed then.
+    """
+    client = request.client.host if request.client else None
+    attempt = context.throttle.begin(username, client)
+    account = await run_in_threadpool(_account, context.url, username)
+    if not await check_off_loop(password, account[1] if account else None) or account is None:
+        return None
+    context.throttle.succeeded(attempt)
+    return account[0]
+
+
+def _throttled(error: Throttled) -> HTTPException:
+    headers = {"Retry-After": str(error.retry_after_seconds)}
+    return HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(error), headers=headers)
 
 
 async def _credentials(request: Request) -> LoginBody:
@@ -66,13 +95,15 @@ async def _credentials(request: Request) -> LoginBody:
         }
     },
 )
-async def create_token(request: Request, context: Context, session: DbSession) -> LoginResponse:
+async def create_token(request: Request, context: Context) -> LoginResponse:
     body = await _credentials(request)
-    # argon2 takes tens of milliseconds on purpose: off the event loop, as the query is.
-    username = await run_in_threadpool(_authenticate, session, body.username, body.password)
-    if username is None:
+    try:
+        holder = await _authenticate(request, context, body.username, body.password)
+    except Throttled as error:
+        raise _throttled(error) from None
+    if holder is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid username or password")
-    return LoginResponse(access_token=context.tokens.issue(username))
+    return LoginResponse(access_token=context.tokens.issue(holder))
 
 
 def _local(target: str | None) -> str:
@@ -91,25 +122,41 @@ def login_page(request: Request, next: str | None = None) -> Response:
 
 
 @router.post("/login", include_in_schema=False)
-def login(
+async def login(
     request: Request,
-    session: DbSession,
+    context: Context,
     _: FormPost,
     username: Annotated[str, Form()],
     password: Annotated[str, Form()],
     next: Annotated[str, Form()] = "/",
 ) -> Response:
-    name = _authenticate(session, username, password)
-    if name is None:
-        context = {"next": _local(next), "error": "Invalid username or password."}
-        return render(request, "login.html", context, status.HTTP_401_UNAUTHORIZED)
+    try:
+        holder = await _authenticate(request, context, username, password)
+    except Throttled as error:
+        page = {"next": _local(next), "error": f"{str(error).capitalize()}."}
+        headers = {"Retry-After": str(error.retry_after_seconds)}
+        reply = render(request, "login.html", page, status.HTTP_429_TOO_MANY_REQUESTS)
+        reply.headers.update(headers)
+        return reply
+    if holder is None:
+        page = {"next": _local(next), "error": "Invalid username or password."}
+        return render(request, "login.html", page, status.HTTP_401_UNAUTHORIZED)
     request.session.clear()  # nothing from before sign-in carries over (a planted token neither)
-    request.session[SESSION_USER] = name
+    remember_in_session(request, holder)
     return RedirectResponse(_local(next), status.HTTP_303_SEE_OTHER)
 
 
+def _revoke(url: str, holder: TokenHolder) -> None:
+    with statement_scope(url) as session:
+        revoke_tokens(session, holder.user_id, holder.version)
+
+
 @router.post("/logout", include_in_schema=False)
-def logout(request: Request, _: FormPost) -> Response:
+async def logout(request: Request, context: Context, _: FormPost) -> Response:
+    """Sign out: every session and token of the user ends, here and on every other device."""
+    holder = session_holder(request)
+    if holder is not None:
+        await run_in_threadpool(_revoke, context.url, holder)
     request.session.clear()
     return RedirectResponse("/auth/login", status.HTTP_303_SEE_OTHER)
 

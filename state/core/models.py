@@ -69,7 +69,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0011_slots"
+SCHEMA_REVISION = "0014_tokens"
 
 
 class Base(DeclarativeBase):
@@ -282,15 +282,20 @@ class User(Base):
     """Someone who may use the API server: a name, an argon2 hash of the password, one role.
 
     The password itself is never stored; the role is one of ``state.records.users.Role``.
+    Tokens and session cookies name the user's id and ``token_version``: raising the version
+    (sign-out, a new password, a new role) ends all of them at once. Ids are never reused
+    (SQLite's AUTOINCREMENT too), so a deleted user's token never names a newer user.
     """
 
     __tablename__ = "api_user"
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     username: Mapped[str] = mapped_column(String(250), unique=True)
     password_hash: Mapped[str] = mapped_column(String(512))
     role: Mapped[str] = mapped_column(String(20))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    token_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Asset(Base):

@@ -4,13 +4,17 @@ Roles are ordered: each has every right of the roles before it (viewer reads; us
 triggers, clears and marks; op also edits pools, variables and connections; admin also manages
 users). Only a hash of a password is stored; hashing is the caller's (``api.security``), so this
 module stays free of any crypto library.
+
+A user's ``token_version`` is what their tokens and session cookies must name to be honoured:
+a new password, a new role and ``revoke_tokens`` (a sign-out) raise it, so every token and
+cookie issued before stops working at once, on every API server of the fleet.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -55,11 +59,27 @@ def get_user(session: Session, username: str) -> User | None:
     return session.scalars(select(User).where(User.username == username)).first()
 
 
+def get_user_by_id(session: Session, user_id: int) -> User | None:
+    return session.get(User, user_id)
+
+
 def set_password_hash(session: Session, username: str, password_hash: str) -> None:
+    """Change the password; every token and session of the user ends."""
     user = get_user(session, username)
     if user is None:
         raise NoSuchUser(f"no user named {username!r}")
     user.password_hash = password_hash
+    user.token_version += 1
+
+
+def revoke_tokens(session: Session, user_id: int, version: int) -> None:
+    """End every token and session cookie of the user issued at ``version`` (a sign-out).
+
+    A stale cookie (of a version already ended, or of a deleted user) changes nothing: only a
+    sign-in that still holds may end the user's others.
+    """
+    query = update(User).where(User.id == user_id, User.token_version == version)
+    session.execute(query.values(token_version=User.token_version + 1))
 
 
 #: The most users a listing returns (every list query is bounded).
@@ -82,10 +102,13 @@ def delete_user(session: Session, username: str) -> None:
 
 
 def set_role(session: Session, username: str, role: Role) -> None:
+    """Give the user ``role``; a change ends every token and session they hold."""
     user = get_user(session, username)
     if user is None:
         raise NoSuchUser(f"no user named {username!r}")
-    user.role = str(role)
+    if user.role != str(role):
+        user.role = str(role)
+        user.token_version += 1
 
 
 def list_users_page(session: Session, limit: int, offset: int) -> tuple[list[User], int]:

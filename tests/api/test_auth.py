@@ -11,7 +11,7 @@ import jwt
 from fastapi.testclient import TestClient
 
 from api.app import SESSION_COOKIE
-from api.security import Tokens
+from api.security import TokenHolder, Tokens
 from state.core.db import session_scope
 from state.core.models import User
 from tests.api.conftest import PASSWORD
@@ -59,14 +59,24 @@ def test_a_malformed_token_request_is_422(api: TestClient) -> None:
     assert "username" in reply.json()["detail"]
 
 
+def holder_of(home: Home, username: str) -> TokenHolder:
+    """Whom a token for ``username`` names now (id, name, token version), from the store."""
+    with session_scope(home.url) as session:
+        user = session.query(User).filter_by(username=username).one()
+        return TokenHolder(user.id, user.username, user.token_version)
+
+
 def test_a_bad_or_expired_or_foreign_token_is_401(api: TestClient, home: Home) -> None:
     key = api.app.state.tradewind.tokens.key  # type: ignore[attr-defined]
-    expired = Tokens(key, dt.timedelta(seconds=-10)).issue("admin")
+    admin = holder_of(home, "admin")
+    expired = Tokens(key, dt.timedelta(seconds=-10)).issue(admin)
     foreign = Tokens("another fleet's key, 32 characters or more", dt.timedelta(hours=1))
+    name_only = jwt.encode({"sub": "admin", "exp": 2**40}, key, algorithm="HS256")
     for token, words in (
         ("garbage", "invalid token"),
         (expired, "expired"),
-        (foreign.issue("admin"), "invalid token"),
+        (foreign.issue(admin), "invalid token"),
+        (name_only, "invalid token"),
     ):
         reply = api.get("/api/v2/dags", headers={"Authorization": f"Bearer {token}"})
         assert reply.status_code == 401, token
@@ -194,7 +204,7 @@ def test_a_configured_key_signs_instead(home: Home, monkeypatch) -> None:
 
     monkeypatch.setattr(home.settings, "api_secret_key", "a configured key of 32 characters!")
     app = create_app(home.settings)
-    token = app.state.tradewind.tokens.issue("admin")
+    token = app.state.tradewind.tokens.issue(holder_of(home, "admin"))
     assert jwt.decode(token, "a configured key of 32 characters!", algorithms=["HS256"])["sub"]
 
 

@@ -11,6 +11,9 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from api import create_app
+from api.security import TokenHolder
+from state.core.db import session_scope
+from state.records.users import get_user
 from tests.state.harness import Home
 
 EXAMPLES_PER_OPERATION = 15
@@ -20,7 +23,11 @@ EXAMPLES_PER_OPERATION = 15
 def test_no_request_is_a_server_error(home: Home) -> None:
     home.trigger("etl", run_id="r1")
     app = create_app(home.settings)
-    headers = {"Authorization": f"Bearer {app.state.tradewind.tokens.issue('admin')}"}
+    with session_scope(home.url) as session:
+        admin = get_user(session, "admin")
+        assert admin is not None
+        holder = TokenHolder(admin.id, admin.username, admin.token_version)
+    headers = {"Authorization": f"Bearer {app.state.tradewind.tokens.issue(holder)}"}
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) > 40

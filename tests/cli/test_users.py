@@ -43,3 +43,34 @@ def test_user_mistakes_are_one_line(cli: Cli, env: CliEnv) -> None:
     assert missing.exit_code == 1 and "no user named 'nobody'" in missing.output
     bad_role = cli("users", "create", "--username", "x", "--password", "pw", "--role", "root")
     assert bad_role.exit_code == 2 and "root" in bad_role.output
+
+
+def _version(username: str) -> int:
+    with session_scope(get_settings().sql_url) as session:
+        user = get_user(session, username)
+        assert user is not None
+        return user.token_version
+
+
+def test_a_new_password_a_new_role_and_a_sign_out_end_the_users_sign_ins(
+    cli: Cli, env: CliEnv
+) -> None:
+    cli("users", "create", "--username", "ana", "--password", "pw-1")
+    assert _version("ana") == 0
+    changed = cli("users", "set-password", "ana", "--password", "pw-2")
+    assert changed.exit_code == 0, changed.output
+    assert changed.output == "changed the password of ana; their sign-ins have ended\n"
+    assert _version("ana") == 1
+    assert cli("users", "set-role", "ana", "--role", "viewer").exit_code == 0  # unchanged
+    assert _version("ana") == 1
+    assert cli("users", "set-role", "ana", "--role", "op").output == "user ana is now op\n"
+    assert _version("ana") == 2
+    assert cli("users", "sign-out", "ana").output == "signed ana out everywhere\n"
+    assert _version("ana") == 3
+    for command in (
+        ["set-password", "nobody", "--password", "pw"],
+        ["set-role", "nobody", "--role", "op"],
+        ["sign-out", "nobody"],
+    ):
+        missing = cli("users", *command)
+        assert missing.exit_code == 1 and "no user named 'nobody'" in missing.output, command

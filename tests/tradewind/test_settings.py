@@ -182,6 +182,17 @@ def test_the_api_servers_settings_and_their_defaults(env: pytest.MonkeyPatch) ->
     assert (settings.api_port, settings.api_token_lifetime_seconds) == (9090, 60)
 
 
+def test_the_api_servers_load_and_sign_in_settings(env: pytest.MonkeyPatch) -> None:
+    settings = get_settings()
+    assert (settings.api_max_concurrency, settings.api_queue_timeout_seconds) == (32, 10)
+    assert (settings.api_login_max_failures, settings.api_login_window_seconds) == (10, 300)
+    assert settings.api_cookie_secure is False
+    env.setenv("TRADEWIND_API_MAX_CONCURRENCY", "8")
+    env.setenv("TRADEWIND_API_COOKIE_SECURE", "true")
+    settings = reload_settings()
+    assert (settings.api_max_concurrency, settings.api_cookie_secure) == (8, True)
+
+
 @pytest.mark.parametrize(
     ("name", "value", "words"),
     [
@@ -193,6 +204,11 @@ def test_the_api_servers_settings_and_their_defaults(env: pytest.MonkeyPatch) ->
             "TRADEWIND_API_TOKEN_LIFETIME_SECONDS: Input should be",
         ),
         ("API_HOST", "", "TRADEWIND_API_HOST: String should have at least 1 character"),
+        ("API_MAX_CONCURRENCY", "0", "TRADEWIND_API_MAX_CONCURRENCY: Input should be greater"),
+        ("API_QUEUE_TIMEOUT_SECONDS", "0", "TRADEWIND_API_QUEUE_TIMEOUT_SECONDS: Input should"),
+        ("API_LOGIN_MAX_FAILURES", "0", "TRADEWIND_API_LOGIN_MAX_FAILURES: Input should be"),
+        ("API_LOGIN_WINDOW_SECONDS", "-1", "TRADEWIND_API_LOGIN_WINDOW_SECONDS: Input should"),
+        ("API_COOKIE_SECURE", "maybe", "TRADEWIND_API_COOKIE_SECURE: Input should be a valid"),
     ],
 )
 def test_a_bad_api_setting_is_one_line(

@@ -160,10 +160,14 @@ class SQLite(SqlStatements):
 
     def create_engine(self, url: str, options: EngineOptions) -> Engine:
         database = make_url(url).database
+        pooled: dict[str, int] = {}
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
+            # A file's pool is sized as PostgreSQL's (an API server's bound needs it); an
+            # in-memory database keeps SQLAlchemy's one connection per thread.
+            pooled = {"pool_size": options.pool_size, "max_overflow": options.max_overflow}
         engine = create_engine(
-            url, connect_args={"timeout": SQLITE_BUSY_SECONDS, "isolation_level": None}
+            url, connect_args={"timeout": SQLITE_BUSY_SECONDS, "isolation_level": None}, **pooled
         )
         event.listen(engine, "connect", _pragmas)
         event.listen(engine, "begin", _begin_immediate)
