@@ -6,7 +6,7 @@ with AUTOINCREMENT: without it a new user could take the id of the user deleted 
 token of the deleted user would name the new one. PostgreSQL's sequence never hands an id out
 twice.
 
-Revision ID: 0014_tokens
+Revision ID: 0012_tokens
 Revises: 0011_slots
 Create Date: 2026-12-04 15:40:00
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014_tokens"
+revision: str = "0012_tokens"
 down_revision: str | Sequence[str] | None = "0011_slots"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
