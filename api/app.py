@@ -20,9 +20,12 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DataError
 from starlette.middleware.sessions import SessionMiddleware
+from swagger_ui_bundle import swagger_ui_path
 
+from api.bodies import BodyCheck
 from api.context import AppContext, Purgers
 from api.deps import PageRefused, PageUser, SignInRequired
+from api.headers import SecurityHeaders
 from api.limits import BodyLimit
 from api.logs import BadLogToken
 from api.pages import router as pages_router
@@ -57,6 +60,7 @@ from state.engine import (
     UnknownDag,
 )
 from state.records import BadMark, NoSuchDag, NoSuchUser, UserExists
+from tradewind.ids import InvalidId
 from tradewind.settings import Settings
 
 API_PREFIX = "/api/v2"
@@ -70,6 +74,7 @@ REFUSALS: dict[type[Exception], int] = {
     NoSuchUser: status.HTTP_404_NOT_FOUND,
     BadOrdering: status.HTTP_400_BAD_REQUEST,
     BadConf: status.HTTP_400_BAD_REQUEST,
+    InvalidId: status.HTTP_400_BAD_REQUEST,
     BadLogToken: status.HTTP_400_BAD_REQUEST,
     BadMark: status.HTTP_400_BAD_REQUEST,
     InvalidBackfill: status.HTTP_400_BAD_REQUEST,
@@ -117,6 +122,8 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
         title="Tradewind",
         summary="Airflow 3's REST API v2, served from Tradewind's SQL store",
         version=monitor.version_text(),
+        docs_url=None,  # served by api_docs below, from the package's files, no CDN
+        redoc_url=None,  # ReDoc ships in no package here: /docs and /openapi.json are enough
     )
     app.state.tradewind = context
     for router_module in _API_ROUTERS:
@@ -129,8 +136,10 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     app.add_exception_handler(SignInRequired, _to_sign_in)
     app.add_exception_handler(PageRefused, _page_refused)
     app.add_exception_handler(DataError, _unstorable)
+    app.mount("/static/swagger-ui", StaticFiles(directory=swagger_ui_path), name="swagger-ui")
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.add_api_route("/", home, include_in_schema=False)
+    app.add_api_route("/docs", api_docs, include_in_schema=False)
     app.add_middleware(
         SessionMiddleware,
         secret_key=context.tokens.key,
@@ -138,7 +147,9 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
         max_age=int(settings.api_token_lifetime_seconds),
         same_site="lax",
     )
+    app.add_middleware(BodyCheck)
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(SecurityHeaders)  # the last added is the outermost: on every answer
     return app
 
 
@@ -178,6 +189,11 @@ async def _to_sign_in(_request: Request, error: Exception) -> Response:
 def home(request: Request, _: PageUser) -> Response:
     """The landing page: who is signed in (the UI's pages start from here)."""
     return render(request, "home.html")
+
+
+def api_docs(request: Request) -> Response:
+    """Swagger UI on ``/openapi.json``, its scripts and styles served by this server."""
+    return render(request, "docs.html", {"openapi_url": request.app.openapi_url})
 
 
 __all__ = ["API_PREFIX", "Purgers", "create_app"]

@@ -47,6 +47,7 @@ def read_chunk(path: Path, token: str | None) -> LogChunk:
 def _offset(token: str | None) -> int:
     if not token:
         return 0
-    if not token.isdigit():
-        raise BadLogToken(f"continuation token {token!r} is not one this server gave")
+    # An offset is a file position: ASCII digits below 2**63 (a longer one failed in seek).
+    if len(token) > 19 or not (token.isascii() and token.isdigit()) or int(token) >= 2**63:
+        raise BadLogToken(f"continuation token {token[:40]!r} is not one this server gave")
     return int(token)
