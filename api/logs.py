@@ -47,7 +47,8 @@ def read_chunk(path: Path, token: str | None) -> LogChunk:
 def _offset(token: str | None) -> int:
     if not token:
         return 0
-    # An offset is a file position: ASCII digits below 2**63 (a longer one failed in seek).
-    if len(token) > 19 or not (token.isascii() and token.isdigit()) or int(token) >= 2**63:
+    # An offset into one try's log: ASCII digits, under 1 TiB (2**63 failed in seek, and past
+    # ext4's largest file a read fails: no log this server wrote is that long).
+    if len(token) > 13 or not (token.isascii() and token.isdigit()) or int(token) > 2**40:
         raise BadLogToken(f"continuation token {token[:40]!r} is not one this server gave")
     return int(token)
