@@ -154,15 +154,15 @@ def test_every_answer_carries_the_security_headers(
     assert "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
 
 
-def test_the_api_docs_load_nothing_from_another_host(api: TestClient) -> None:
-    page = api.get("/docs")
+@pytest.mark.parametrize("path", ["/docs", "/redoc"])
+def test_the_api_docs_load_nothing_from_another_host(api: TestClient, path: str) -> None:
+    page = api.get(path)
     assert page.status_code == 200
     sources = re.findall(r'(?:src|href)="([^"]+)"', page.text)
     assert sources and all(s.startswith("http://testserver/") for s in sources), sources
     for source in sources:
         assert api.get(source).status_code == 200, source
     assert "<script>" not in page.text
-    assert api.get("/redoc").status_code == 404
 
 
 def test_no_template_runs_inline_script() -> None:
