@@ -21,7 +21,7 @@ RUNS = "/api/v2/dags/etl/dagRuns"
 TEMPLATES = Path(__file__).parents[2] / "api" / "templates"
 
 
-@pytest.mark.parametrize("run_id", ["..", "a/b", "", ".", "x..y"])
+@pytest.mark.parametrize("run_id", ["..", "a/b", "", ".", "../x"])
 def test_a_run_id_that_could_leave_its_log_folder_is_400(
     api: TestClient, as_role: Headers, run_id: str
 ) -> None:

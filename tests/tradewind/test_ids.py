@@ -14,7 +14,13 @@ from tradewind.loader import DagBag
 
 @pytest.mark.parametrize(
     "run_id",
-    ["manual__2026-12-04T15:27:57.812636+00:00", "r1", "a.b~c:d+e@f,g=h%20-i", "x" * 250],
+    [
+        "manual__2026-12-04T15:27:57.812636+00:00",
+        "r1",
+        "a.b~c:d+e@f,g=h%20-i",
+        "asset_triggered__2026..2027",  # a partition's run: '..' inside a name is only a name
+        "x" * 250,
+    ],
 )
 def test_run_ids_airflow_and_tradewind_make_are_valid(run_id: str) -> None:
     assert check_run_id(run_id) == run_id
@@ -23,13 +29,12 @@ def test_run_ids_airflow_and_tradewind_make_are_valid(run_id: str) -> None:
 @pytest.mark.parametrize(
     ("run_id", "words"),
     [
-        ("..", "'..'"),
+        ("..", "dots only"),
         (".", "dots only"),
         ("a/../b", "may hold only"),
         ("a/b", "may hold only"),
         ("a\\b", "may hold only"),
         ("", "must not be empty"),
-        ("x..y", "'..'"),
         ("r\n1", "may hold only"),
         ("x" * 251, "over 250"),
     ],
