@@ -171,3 +171,26 @@ def test_no_template_runs_inline_script() -> None:
         assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", text), template
         assert not re.search(r"\son[a-z]+\s*=", text), template
         assert "javascript:" not in text, template
+
+
+def test_an_unknown_query_parameter_is_422_naming_it(api: TestClient, as_role: Headers) -> None:
+    reply = api.get(RUNS, params={"stat": "failed"}, headers=as_role("viewer"))
+    assert reply.status_code == 422, reply.text
+    assert reply.json()["detail"][0]["msg"] == "unknown query parameter 'stat'"
+    known = api.get(RUNS, params={"state": "failed"}, headers=as_role("viewer"))
+    assert known.status_code == 200
+
+
+def test_the_openapi_document_declares_each_routes_refusals(api: TestClient) -> None:
+    paths = api.get("/openapi.json").json()["paths"]
+
+    def codes(path: str, method: str) -> set[str]:
+        return {code for code in paths[path][method]["responses"] if code.startswith("4")}
+
+    assert codes("/api/v2/variables/{variable_key}", "get") == {"400", "401", "403", "404", "422"}
+    assert codes("/api/v2/variables", "post") >= {"400", "401", "403", "409", "413", "422"}
+    assert codes("/auth/token", "post") >= {"400", "401", "413", "422"}
+    assert "401" not in codes("/api/v2/monitor/health", "get")
+    refusal = paths["/api/v2/pools/{pool_name}"]["get"]["responses"]["404"]
+    schema = refusal["content"]["application/json"]["schema"]
+    assert schema == {"$ref": "#/components/schemas/HTTPExceptionResponse"}
