@@ -14,19 +14,24 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import quote
 
-from fastapi import FastAPI, Request, status
+from fastapi import Depends, FastAPI, Request, status
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DataError
 from starlette.middleware.sessions import SessionMiddleware
 
 from api.concurrency import ConcurrencyLimit
+from api.bodies import BodyCheck
 from api.context import AppContext, Purgers
 from api.deps import PageRefused, PageUser, SignInRequired
+from api.docs import DOCS_ASSETS, api_docs, api_redoc
+from api.headers import SecurityHeaders
 from api.limits import BodyLimit
 from api.logs import BadLogToken
+from api.openapi import refusal, with_refusals
 from api.pages import router as pages_router
 from api.pages.common import refusal_page
 from api.routes import (
@@ -47,6 +52,7 @@ from api.routes import (
     variables,
     xcoms,
 )
+from api.strict_query import known_query_only
 from api.structure import BadConf
 from api.templating import STATIC_DIR, render
 from state.core import BadOrdering, IllegalTransition, NotFound
@@ -59,6 +65,7 @@ from state.engine import (
     UnknownDag,
 )
 from state.records import BadMark, NoSuchDag, NoSuchUser, UserExists
+from tradewind.ids import InvalidId
 from tradewind.settings import Settings
 
 API_PREFIX = "/api/v2"
@@ -72,6 +79,7 @@ REFUSALS: dict[type[Exception], int] = {
     NoSuchUser: status.HTTP_404_NOT_FOUND,
     BadOrdering: status.HTTP_400_BAD_REQUEST,
     BadConf: status.HTTP_400_BAD_REQUEST,
+    InvalidId: status.HTTP_400_BAD_REQUEST,
     BadLogToken: status.HTTP_400_BAD_REQUEST,
     BadMark: status.HTTP_400_BAD_REQUEST,
     InvalidBackfill: status.HTTP_400_BAD_REQUEST,
@@ -119,20 +127,27 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
         title="Tradewind",
         summary="Airflow 3's REST API v2, served from Tradewind's SQL store",
         version=monitor.version_text(),
+        docs_url=None,  # served by api.docs, from a package's files, no CDN
+        redoc_url=None,
     )
     app.state.tradewind = context
+    strict = [Depends(known_query_only)]  # a misspelt filter is refused, never ignored
     for router_module in _API_ROUTERS:
-        app.include_router(router_module.router, prefix=API_PREFIX)
-    app.include_router(auth.router)
-    app.include_router(auth.v2_router, prefix=API_PREFIX)
+        app.include_router(router_module.router, prefix=API_PREFIX, dependencies=strict)
+    app.include_router(auth.router, responses={401: refusal(401)})  # a wrong password
+    to_sign_in: dict[int | str, dict[str, Any]] = {307: {"description": "To the sign-in pages"}}
+    app.include_router(auth.v2_router, prefix=API_PREFIX, dependencies=strict, responses=to_sign_in)
     for error, code in REFUSALS.items():
         app.add_exception_handler(error, _refusal(code))
     app.include_router(pages_router)
     app.add_exception_handler(SignInRequired, _to_sign_in)
     app.add_exception_handler(PageRefused, _page_refused)
     app.add_exception_handler(DataError, _unstorable)
+    app.mount("/static/docs", StaticFiles(directory=DOCS_ASSETS), name="docs-assets")
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.add_api_route("/", home, include_in_schema=False)
+    app.add_api_route("/docs", api_docs, include_in_schema=False)
+    app.add_api_route("/redoc", api_redoc, include_in_schema=False)
     app.add_middleware(
         SessionMiddleware,
         secret_key=context.tokens.key,
@@ -141,8 +156,11 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
         same_site="lax",
         https_only=settings.api_cookie_secure,
     )
+    app.openapi = with_refusals(app)  # type: ignore[method-assign]
+    app.add_middleware(BodyCheck)
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
     _limit_concurrency(app, settings)
+    app.add_middleware(SecurityHeaders)  # the last added is the outermost: on every answer
     return app
 
 

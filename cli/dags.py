@@ -26,6 +26,7 @@ from cli.watch import WatchAborted, watch_run
 from state.core import DagStructure, parse_structure, session_scope, structures_of
 from state.engine import RunExists, UnknownDag, create_run
 from state.views import all_dags, all_import_errors
+from tradewind.ids import InvalidId
 from tradewind.loader import DagBag
 from tradewind.settings import Settings
 
@@ -142,7 +143,7 @@ def create_manual_run(
         with session_scope(url) as session:
             check_conf(session, dag_id, conf)
             return create_run(session, dag_id, run_id=run_id, conf=conf, run_type=run_type).run_id
-    except (UnknownDag, RunExists) as error:
+    except (UnknownDag, RunExists, InvalidId) as error:
         fail(str(error))
 
 

@@ -34,6 +34,7 @@ from state.core import (
 )
 from state.engine import Enqueue, RunExists, UnknownDag, create_run, schedule_run_by_pk
 from state.views import get_run, run_waits, task_instance_by_id
+from tradewind.ids import InvalidId
 from tradewind.settings import Settings
 from worker.supervisor.cross_dag_requests import RUN_CREATED_HOOKS
 from worker.supervisor.execute import execute
@@ -110,7 +111,7 @@ def start_or_resume(
             check_conf(session, dag_id, conf)
             try:
                 run = create_run(session, dag_id, run_id=run_id, conf=conf, run_type="test")
-            except (UnknownDag, RunExists) as error:
+            except (UnknownDag, RunExists, InvalidId) as error:
                 fail(str(error))
             session.flush()
             return run.id, run.run_id

@@ -20,6 +20,7 @@ from tradewind.airflow2_arguments import take_airflow2_arguments
 from tradewind.arguments import refuse_unsupported, take_default_only
 from tradewind.assets import InvalidAsset, condition_of, outlets_structure
 from tradewind.exceptions import DagDefinitionError
+from tradewind.ids import InvalidId, check_key
 from tradewind.params import params_structure
 from tradewind.partition_specs import partition_mappers_of
 from tradewind.partitions import CronPartitionTimetable, time_schedule_of
@@ -61,8 +62,10 @@ class DAG:
         template_undefined: type | None = None,
         **other: Any,
     ) -> None:
-        if not dag_id or not isinstance(dag_id, str):
-            raise DagDefinitionError(f"dag_id must be a non-empty string, got {dag_id!r}")
+        try:
+            check_key("dag_id", dag_id)
+        except InvalidId as error:
+            raise DagDefinitionError(str(error)) from None
         renamed: dict[str, Any] = {"schedule": schedule, "max_active_tasks": max_active_tasks}
         take_airflow2_arguments(dag_id, renamed, other)
         schedule, max_active_tasks = renamed["schedule"], renamed["max_active_tasks"]
@@ -132,6 +135,10 @@ class DAG:
         return group_id
 
     def add_task(self, task: Task) -> None:
+        try:
+            check_key("task_id", task.task_id)
+        except InvalidId as error:
+            raise DagDefinitionError(f"DAG {self.dag_id}: {error}") from None
         if self._taken(task.task_id):
             raise DagDefinitionError(f"DAG {self.dag_id}: duplicate task id {task.task_id!r}")
         if self.run_options.fail_fast:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from fastapi import HTTPException, status
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from state.core import Connection, DagImportError, TaskStateValue, Variable
@@ -17,6 +18,22 @@ from state.views import PoolUse, XComRow, import_error_id
 from tradewind.connections import is_sensitive
 
 MASK = "***"
+
+
+class _Body(BaseModel):
+    """A request body: a field it does not name is refused (422), never dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Airflow's fields Tradewind has no concept for, and the one value each may take here.
+    unsupported: ClassVar[dict[str, object]] = {}
+
+    def refuse_unsupported(self) -> None:
+        """400 naming the first field set to what Tradewind cannot do (teams, deferred slots)."""
+        for name, allowed in self.unsupported.items():
+            if getattr(self, name) not in (None, allowed):
+                detail = f"{name} is not supported by Tradewind: leave it out"
+                raise HTTPException(status.HTTP_400_BAD_REQUEST, detail)
 
 
 class PoolResponse(BaseModel):
@@ -38,8 +55,8 @@ class PoolCollectionResponse(BaseModel):
     total_entries: int
 
 
-class PoolBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PoolBody(_Body):
+    unsupported: ClassVar[dict[str, object]] = {"include_deferred": False, "team_name": None}
 
     name: str = Field(min_length=1, max_length=250)
     slots: int = Field(ge=0, le=2**31 - 1)
@@ -48,8 +65,8 @@ class PoolBody(BaseModel):
     team_name: str | None = None
 
 
-class PoolPatchBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PoolPatchBody(_Body):
+    unsupported: ClassVar[dict[str, object]] = {"include_deferred": False, "team_name": None}
 
     pool: str | None = None
     slots: int | None = Field(default=None, ge=0, le=2**31 - 1)
@@ -62,6 +79,7 @@ def pool_response(use: PoolUse) -> PoolResponse:
     return PoolResponse(
         name=use.name,
         slots=use.slots,
+        description=use.description,
         occupied_slots=use.occupied,
         running_slots=use.running,
         queued_slots=use.queued,
@@ -83,8 +101,8 @@ class VariableCollectionResponse(BaseModel):
     total_entries: int
 
 
-class VariableBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class VariableBody(_Body):
+    unsupported: ClassVar[dict[str, object]] = {"team_name": None}
 
     key: str = Field(min_length=1, max_length=250)
     value: JsonValue
@@ -98,7 +116,7 @@ class VariableBody(BaseModel):
 
 def variable_response(variable: Variable) -> VariableResponse:
     value = MASK if variable.is_secret or is_sensitive(variable.key) else variable.value
-    return VariableResponse(key=variable.key, value=value)
+    return VariableResponse(key=variable.key, value=value, description=variable.description)
 
 
 class ConnectionResponse(BaseModel):
@@ -121,8 +139,9 @@ class ConnectionCollectionResponse(BaseModel):
     total_entries: int
 
 
-class ConnectionBody(BaseModel):
+class ConnectionBody(_Body):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    unsupported: ClassVar[dict[str, object]] = {"team_name": None}
 
     connection_id: str = Field(min_length=1, max_length=250, pattern=r"^[\w.-]+$")
     conn_type: str = Field(min_length=1)
@@ -159,6 +178,7 @@ def connection_response(connection: Connection) -> ConnectionResponse:
     return ConnectionResponse(
         connection_id=connection.conn_id,
         conn_type=connection.conn_type,
+        description=connection.description,
         host=connection.host,
         login=connection.login,
         schema=connection.schema,

@@ -30,6 +30,7 @@ from state.core import DagModel
 from state.engine import RunExists, create_run
 from state.records import Role
 from state.views import get_dag, grid_cells, recent_runs
+from tradewind.ids import InvalidId
 
 router = APIRouter()
 GRID_RUNS = 25
@@ -148,7 +149,7 @@ async def trigger(
     if submitted.ok:
         try:
             run = create_run(session, dag_id, submitted.run_id, submitted.conf, "manual")
-        except RunExists as error:
+        except (RunExists, InvalidId) as error:
             form_error = str(error)
         else:
             session.flush()

@@ -30,6 +30,7 @@ def _connection(session: DbSession, conn_id: str) -> ConnectionResponse:
 
 
 def _put(session: DbSession, body: ConnectionBody, password: str | None) -> None:
+    body.refuse_unsupported()
     try:
         extra = body.extra_dict()
     except ValueError as error:
@@ -44,6 +45,7 @@ def _put(session: DbSession, body: ConnectionBody, password: str | None) -> None
         schema=body.schema_,
         port=body.port,
         extra=extra,
+        description=body.description,
     )
     session.flush()
 

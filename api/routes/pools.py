@@ -42,21 +42,24 @@ def get_pool(pool_name: str, _: CanRead, session: DbSession) -> PoolResponse:
 
 @router.post("", status_code=status.HTTP_201_CREATED)
 def post_pool(body: PoolBody, _: CanEdit, session: DbSession) -> PoolResponse:
+    body.refuse_unsupported()
     if get_pool_use(session, body.name) is not None:
         raise HTTPException(status.HTTP_409_CONFLICT, f"a pool named {body.name!r} exists")
-    set_pool(session, body.name, body.slots)
+    set_pool(session, body.name, body.slots, body.description)
     return _pool(session, body.name)
 
 
 @router.patch("/{pool_name}")
 def patch_pool(pool_name: str, body: PoolPatchBody, _: CanEdit, session: DbSession) -> PoolResponse:
     current = _pool(session, pool_name)
+    body.refuse_unsupported()
     if body.pool is not None and body.pool != pool_name:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "a pool cannot be renamed")
-    if body.slots is not None:
-        set_pool(session, pool_name, body.slots)
-        return _pool(session, pool_name)
-    return current
+    if body.slots is None and body.description is None:
+        return current
+    slots = current.slots if body.slots is None else body.slots
+    set_pool(session, pool_name, slots, body.description)
+    return _pool(session, pool_name)
 
 
 @router.delete("/{pool_name}", status_code=status.HTTP_204_NO_CONTENT)

@@ -47,9 +47,10 @@ def get_variable_route(variable_key: str, _: CanRead, session: DbSession) -> Var
 
 @router.post("", status_code=status.HTTP_201_CREATED)
 def post_variable(body: VariableBody, _: CanEdit, session: DbSession) -> VariableResponse:
+    body.refuse_unsupported()
     if get_variable(session, body.key) is not None:
         raise HTTPException(status.HTTP_409_CONFLICT, f"a variable named {body.key!r} exists")
-    set_variable(session, body.key, body.text())
+    set_variable(session, body.key, body.text(), description=body.description)
     session.flush()
     return _variable(session, body.key)
 
@@ -61,9 +62,10 @@ def patch_variable(
     existing = get_variable(session, variable_key)
     if existing is None:
         raise NotFound(f"no variable named {variable_key!r}")
+    body.refuse_unsupported()
     if body.key != variable_key:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "the body's key differs from the path's")
-    set_variable(session, variable_key, body.text(), existing.is_secret)
+    set_variable(session, variable_key, body.text(), existing.is_secret, body.description)
     session.flush()
     return _variable(session, variable_key)
 

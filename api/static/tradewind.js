@@ -61,3 +61,11 @@
   document.addEventListener("DOMContentLoaded", applyAll);
   document.addEventListener("tradewind:refreshed", applyAll);
 })();
+
+// A form with data-confirm="question" is sent only once the question is answered OK (the
+// pages' Content-Security-Policy runs no inline handler, so this is where it is asked).
+document.addEventListener("submit", function (event) {
+  "use strict";
+  const question = event.target.dataset ? event.target.dataset.confirm : undefined;
+  if (question && !window.confirm(question)) event.preventDefault();
+});

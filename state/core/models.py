@@ -69,7 +69,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0012_tokens"
+SCHEMA_REVISION = "0013_descriptions"
 
 
 class Base(DeclarativeBase):
@@ -250,6 +250,7 @@ class Connection(Base):
     schema: Mapped[str | None] = mapped_column(String(500), nullable=True)
     port: Mapped[int | None] = mapped_column(Integer, nullable=True)
     extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class Variable(Base):
@@ -258,6 +259,7 @@ class Variable(Base):
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
     is_secret: Mapped[bool] = mapped_column(Boolean, default=False)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 #: The pool of every task that names none, made with this many slots (Airflow's name and size).
@@ -276,6 +278,7 @@ class Pool(Base):
 
     name: Mapped[str] = mapped_column(String(250), primary_key=True)
     slots: Mapped[int] = mapped_column(Integer, default=128)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class User(Base):

@@ -183,12 +183,16 @@ def ensure_pool(session: Session, name: str, slots: int) -> None:
     insert_missing(session, Pool, [{"name": name, "slots": slots}], ["name"])
 
 
-def set_pool(session: Session, name: str, slots: int) -> None:
-    """Create ``name`` or change its slot count; lowering it never stops what already runs."""
+def set_pool(session: Session, name: str, slots: int, description: str | None = None) -> None:
+    """Create ``name`` or change its slot count; lowering it never stops what already runs.
+
+    Its description changes only when one is given."""
     if slots < 0:
         raise PoolRefused(f"a pool's slots must be >= 0, got {slots}")
-    statement = insert_for(session)(Pool).values(name=name, slots=slots)
+    statement = insert_for(session)(Pool).values(name=name, slots=slots, description=description)
     update = {"slots": statement.excluded.slots}
+    if description is not None:
+        update["description"] = statement.excluded.description
     session.execute(statement.on_conflict_do_update(index_elements=["name"], set_=update))
 
 

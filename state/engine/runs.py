@@ -34,6 +34,7 @@ from state.engine.marker_clear import MarkerHop, marked_clears
 from state.engine.run_life import tasks_in_run
 from state.engine.run_wake import notify_run_created
 from state.records import refers_to_object
+from tradewind.ids import check_run_id
 
 TI = TaskInstanceState
 
@@ -89,6 +90,8 @@ def create_run(
     ``partition``: the key (and the period's start) of a partitioned DAG's run.
     ``logical_date``: by default the data interval's end (or now); a timetable object's run
     gives its interval's start, as Airflow does."""
+    if run_id is not None:
+        check_run_id(run_id)  # InvalidId: a run id a log folder cannot safely be named after
     dag_model = get_dag_model(session, dag_id)
     now = utcnow()
     run = DagRun(

@@ -19,9 +19,9 @@ def list_connections(session: Session) -> list[Connection]:
 
 
 def put_connection(session: Session, conn_id: str, **fields: Any) -> Connection:
-    """Create ``conn_id`` or replace every field of it."""
+    """Create ``conn_id`` or replace every field of it (``description`` too)."""
     connection = session.get(Connection, conn_id) or Connection(conn_id=conn_id)
-    for name in ("conn_type", "host", "login", "password", "schema", "port"):
+    for name in ("conn_type", "host", "login", "password", "schema", "port", "description"):
         setattr(connection, name, fields.get(name))
     connection.conn_type = fields.get("conn_type") or "generic"
     connection.extra = dict(fields.get("extra") or {})
@@ -42,10 +42,15 @@ def list_variables(session: Session) -> list[Variable]:
     return list(session.scalars(select(Variable).order_by(Variable.key)))
 
 
-def set_variable(session: Session, key: str, value: str, is_secret: bool = False) -> None:
+def set_variable(
+    session: Session, key: str, value: str, is_secret: bool = False, description: str | None = None
+) -> None:
+    """Create ``key`` or change its value; its description changes only when one is given."""
     variable = session.get(Variable, key) or Variable(key=key)
     variable.value = value
     variable.is_secret = is_secret
+    if description is not None:
+        variable.description = description
     session.add(variable)
 
 

@@ -175,6 +175,7 @@ class PoolUse:
 
     name: str
     slots: int
+    description: str | None = None
     running: int = 0
     queued: int = 0
     scheduled: int = 0
@@ -195,13 +196,15 @@ _COUNTED = (TaskInstanceState.RUNNING, TaskInstanceState.QUEUED, TaskInstanceSta
 def list_pools(
     session: Session, page: Page, name_pattern: str | None = None
 ) -> tuple[list[PoolUse], int]:
-    query = select(Pool.name, Pool.slots).where(*present(contains(Pool.name, name_pattern)))
+    columns = (Pool.name, Pool.slots, Pool.description)
+    query = select(*columns).where(*present(contains(Pool.name, name_pattern)))
     rows, total = page_of(session, query, page, _POOL_ORDER, ["id"])
     return _pool_uses(session, rows), total
 
 
 def get_pool_use(session: Session, name: str) -> PoolUse | None:
-    rows = session.execute(select(Pool.name, Pool.slots).where(Pool.name == name)).all()
+    query = select(Pool.name, Pool.slots, Pool.description).where(Pool.name == name)
+    rows = session.execute(query).all()
     uses = _pool_uses(session, rows)
     return uses[0] if uses else None
 
@@ -220,6 +223,7 @@ def _pool_uses(session: Session, pools: Sequence[Row[*tuple[Any, ...]]]) -> list
         PoolUse(
             row.name,
             row.slots,
+            row.description,
             running=counts.get((row.name, TaskInstanceState.RUNNING), 0),
             queued=counts.get((row.name, TaskInstanceState.QUEUED), 0),
             scheduled=counts.get((row.name, TaskInstanceState.SCHEDULED), 0),

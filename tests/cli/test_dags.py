@@ -152,3 +152,14 @@ def test_a_run_is_shown_upstream_first_on_postgresql(
     assert shown.exit_code == 0, shown.output
     rows = json.loads(shown.stdout)["task_instances"]
     assert [row["task_id"] for row in rows] == ["first", "second", "third"]
+
+
+@pytest.mark.parametrize("run_id", ["..", "a/b", ""])
+def test_trigger_refuses_a_run_id_that_could_leave_its_log_folder(
+    cli: Cli, env: CliEnv, run_id: str
+) -> None:
+    result = cli("dags", "trigger", "pair", "--run-id", run_id)
+    assert result.exit_code == 1
+    assert "run id" in one_error_line(result)
+    with session_scope(get_settings().sql_url) as session:
+        assert session.scalars(select(DagRun).filter_by(dag_id="pair")).all() == []

@@ -79,7 +79,7 @@ def test_a_store_made_by_the_first_release_upgrades_with_its_pools(
         )
     upgrade(url)
     with get_engine(url).begin() as connection:
-        assert connection.execute(text("SELECT * FROM slot_pool")).all() == [("etl", 3)]
+        assert connection.execute(text("SELECT name, slots FROM slot_pool")).all() == [("etl", 3)]
     assert check_models_match(url) == []
 
 

@@ -202,3 +202,12 @@ def test_a_grid_of_25_runs_of_200_tasks_costs_what_one_run_of_3_tasks_costs(
     html = client.get("/dags/wide").text  # a window of the rows, the others a link away
     assert html.count('href="/dags/wide/runs/w24/tasks/') == GRID_ROWS
     assert f"Rows 1\N{EN DASH}{GRID_ROWS} of 200" in html
+
+
+def test_a_run_id_that_could_leave_its_log_folder_is_a_form_error(
+    signed_in: Client, home: Home
+) -> None:
+    code, html = _trigger(signed_in("user"), run_id="../other")
+    assert code == 400
+    assert "run id &#39;../other&#39; may hold only" in html
+    assert _runs(home) == []
