@@ -23,8 +23,8 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import DataError
 from starlette.middleware.sessions import SessionMiddleware
 
-from api.concurrency import ConcurrencyLimit
 from api.bodies import BodyCheck
+from api.concurrency import ConcurrencyLimit
 from api.context import AppContext, Purgers
 from api.deps import PageRefused, PageUser, SignInRequired
 from api.docs import DOCS_ASSETS, api_docs, api_redoc

@@ -42,8 +42,9 @@ def test_a_log_token_past_any_file_offset_is_400(
         reply = api.get(log, params={"token": token}, headers=as_role("viewer"))
         assert reply.status_code == 400, (token[:20], reply.text)
         assert "is not one this server gave" in reply.json()["detail"]
-    fine = api.get(log, params={"token": str(2**40)}, headers=as_role("viewer"))
-    assert fine.status_code == 200 and fine.json()["content"] == []
+    # An offset inside the log is one this server gives: read from there.
+    fine = api.get(log, params={"token": "0"}, headers=as_role("viewer"))
+    assert fine.status_code == 200 and fine.json()["content"]
 
 
 @pytest.mark.parametrize(

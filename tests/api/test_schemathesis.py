@@ -33,7 +33,7 @@ EXAMPLES_PER_OPERATION = 15
 CONFIG = {
     "checks": {
         "positive_data_acceptance": {
-            "expected-statuses": ["2xx", "3xx", "400", "401", "403", "404", "409"]
+            "expected-statuses": ["2xx", "3xx", "400", "401", "403", "404", "409", "429"]
         }
     }
 }
