@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from state.core.faces import lazy_names
 
 if TYPE_CHECKING:
+    from state.core.cipher import NO_KEY_WARNING, Cipher, SecretUnreadable, current_cipher
     from state.core.db import (
         Session,
         StoreError,
@@ -151,6 +152,7 @@ _MODULE_OF = {
     "BeatSchedule": "outage",
     "CLEARABLE": "enums",
     "Chosen": "transitions",
+    "Cipher": "cipher",
     "Column": "paging",
     "Connection": "models",
     "DAG_TABLE": "models",
@@ -187,6 +189,8 @@ _MODULE_OF = {
     "STATE_OBJECT_KEY": "objects",
     "STATE_TABLE": "models",
     "STORE_ERRORS": "outage",
+    "NO_KEY_WARNING": "cipher",
+    "SecretUnreadable": "cipher",
     "Session": "db",
     "SlotTaker": "dialects",
     "StoreError": "db",
@@ -207,6 +211,7 @@ _MODULE_OF = {
     "budget_seconds": "outage",
     "check_models_match": "migrate",
     "context_options": "migrate",
+    "current_cipher": "cipher",
     "current_revision": "migrate",
     "display_url": "db",
     "forget_engines_after_fork": "db",
@@ -260,6 +265,7 @@ __all__ = [
     "HIGHER",
     "INCREMENT",
     "MAX_PAGE_LIMIT",
+    "NO_KEY_WARNING",
     "POOL_TABLE",
     "REFERENCE_PREFIX",
     "RUN_TABLE",
@@ -280,6 +286,7 @@ __all__ = [
     "BadOrdering",
     "BeatSchedule",
     "Chosen",
+    "Cipher",
     "Column",
     "Connection",
     "DagAssetReference",
@@ -303,6 +310,7 @@ __all__ = [
     "PartitionKeyLog",
     "Pool",
     "Retry",
+    "SecretUnreadable",
     "Session",
     "SlotTaker",
     "StoreError",
@@ -321,6 +329,7 @@ __all__ = [
     "budget_seconds",
     "check_models_match",
     "context_options",
+    "current_cipher",
     "current_revision",
     "display_url",
     "forget_engines_after_fork",
