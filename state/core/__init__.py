@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 from state.core.faces import lazy_names
 
 if TYPE_CHECKING:
-    from state.core.cipher import NO_KEY_WARNING, Cipher, SecretUnreadable, current_cipher
+    from state.core.cipher import (
+        NO_KEY_WARNING,
+        Cipher,
+        SecretUnreadable,
+        current_cipher,
+        forget_keys,
+    )
     from state.core.db import (
         Session,
         StoreError,
@@ -212,6 +218,7 @@ _MODULE_OF = {
     "check_models_match": "migrate",
     "context_options": "migrate",
     "current_cipher": "cipher",
+    "forget_keys": "cipher",
     "current_revision": "migrate",
     "display_url": "db",
     "forget_engines_after_fork": "db",
@@ -333,6 +340,7 @@ __all__ = [
     "current_revision",
     "display_url",
     "forget_engines_after_fork",
+    "forget_keys",
     "get_engine",
     "has_room",
     "insert_for",

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from tradewind.settings import Settings, get_settings, is_fernet_key
+from tradewind.settings import get_settings, is_fernet_key
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -146,8 +146,9 @@ def current_cipher() -> Cipher:
     return _cipher(settings.fernet_keys, settings.fernet_key_file)
 
 
-def cipher_of(settings: Settings) -> Cipher:
-    return _cipher(settings.fernet_keys, settings.fernet_key_file)
+def forget_keys() -> None:
+    """Read the keys again at the next use (after a key file is made)."""
+    _cipher.cache_clear()
 
 
 @functools.lru_cache(maxsize=8)
