@@ -16,7 +16,7 @@ import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import text
 
-from state.core import NO_KEY_WARNING, SecretUnreadable, session_scope, upgrade
+from state.core import NO_KEY_WARNING, SecretUnreadable, forget_keys, session_scope, upgrade
 from state.core.cipher import _warn_once
 from state.records import (
     get_connection,
@@ -190,3 +190,25 @@ def test_a_downgrade_below_the_migration_refuses_while_rows_are_encrypted(
     with session_scope(url) as session:
         session.execute(text("DELETE FROM variable"))
     command.downgrade(alembic_config(url), "0011_slots")
+
+
+def test_the_home_key_file_is_used_without_the_variable_and_a_damaged_one_is_one_line(
+    tmp_path: Path, use_keys: UseKeys
+) -> None:
+    url = f"sqlite:///{tmp_path}/store.db"
+    upgrade(url)
+    key_file = tmp_path / "home" / "fernet_key"
+    key_file.parent.mkdir()
+    key_file.write_text(Fernet.generate_key().decode() + "\n")
+    forget_keys()
+    with session_scope(url) as session:
+        set_variable(session, "k", "v-in-the-file-key")
+    with session_scope(url) as session:
+        row = get_variable(session, "k")
+        assert row is not None and (row.value, row.is_encrypted) == ("v-in-the-file-key", True)
+    key_file.write_text("damaged\n")
+    forget_keys()
+    with pytest.raises(SecretUnreadable) as raised, session_scope(url) as session:
+        assert get_variable(session, "k").value  # type: ignore[union-attr]
+    assert str(raised.value) == f"{key_file} does not hold a Fernet key: delete it or fix it"
+    forget_keys()
