@@ -55,7 +55,7 @@ from api.routes import (
 from api.strict_query import known_query_only
 from api.structure import BadConf
 from api.templating import STATIC_DIR, render
-from state.core import BadOrdering, IllegalTransition, NotFound
+from state.core import BadOrdering, IllegalTransition, NotFound, SecretUnreadable
 from state.engine import (
     BackfillEnded,
     InvalidBackfill,
@@ -89,6 +89,8 @@ REFUSALS: dict[type[Exception], int] = {
     IllegalTransition: status.HTTP_409_CONFLICT,
     BackfillEnded: status.HTTP_409_CONFLICT,
     MarkerDepthExceeded: status.HTTP_400_BAD_REQUEST,
+    # A secret stored under a key this server lacks: its operator's to fix, named in one line.
+    SecretUnreadable: status.HTTP_500_INTERNAL_SERVER_ERROR,
 }
 
 # Literal paths under a task instance (…/dependencies, …/xcomEntries) before the routers whose

@@ -7,6 +7,7 @@ password is never printed: ``list`` shows ``***`` where one is set, and the extr
 
 from __future__ import annotations
 
+import getpass
 import json
 import sys
 from typing import Annotated, Any
@@ -64,7 +65,10 @@ def add(
         Text, typer.Option(help="Prefer --password-stdin: argv is visible to ps.")
     ] = None,
     password_stdin: Annotated[
-        bool, typer.Option("--password-stdin", help="Read the password from stdin.")
+        bool,
+        typer.Option(
+            "--password-stdin", help="Read the password from stdin (prompted at a terminal)."
+        ),
     ] = False,
     schema: Annotated[Text, typer.Option()] = None,
     port: Annotated[int | None, typer.Option()] = None,
@@ -75,7 +79,11 @@ def add(
 ) -> None:
     """Add a connection (tasks read it with ``Connection.get(conn_id)``)."""
     if password_stdin:
-        password = sys.stdin.readline().rstrip("\n")
+        password = (
+            getpass.getpass("password: ")
+            if sys.stdin.isatty()
+            else sys.stdin.readline().rstrip("\n")
+        )
     fields = {
         "conn_type": conn_type,
         "host": host,

@@ -16,6 +16,7 @@ from cli import (
     dags,
     db,
     pools,
+    rotate_key,
     runs,
     standalone,
     tasks,
@@ -23,6 +24,7 @@ from cli import (
     variables,
 )
 from cli.common import settings_or_exit, setup_logging
+from state.core import SecretUnreadable
 
 try:  # typer >= 0.22 raises the usage errors of its own copy of click
     from typer._click.exceptions import UsageError
@@ -50,6 +52,7 @@ app.add_typer(users.app, name="users")
 app.add_typer(assets.app, name="assets")
 app.command()(standalone.standalone)
 app.command("api-server")(api_server.api_server)
+app.command("rotate-fernet-key")(rotate_key.rotate_fernet_key)
 
 
 @app.command()
@@ -80,6 +83,9 @@ def main() -> None:
         code = app(standalone_mode=False)
     except UsageError as error:
         sys.exit(usage_error(error))
+    except SecretUnreadable as error:  # a secret under a key this process lacks: one line
+        typer.echo(f"error: {error}", err=True)
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -5,12 +5,15 @@ worker`` as production, logging to ``TRADEWIND_HOME/worker.log``) and runs the s
 in a thread of this process. Serving (no ``--run``), it also starts ``tradewind api-server``
 (logging to ``TRADEWIND_HOME/api-server.log``) and prints its URL; the first time, it creates
 the ``admin`` user with a generated password, printed once and kept, readable by its owner
-only, in ``TRADEWIND_HOME/standalone_admin_password``. With no settings that is SQLite and
-kombu's filesystem broker under ``TRADEWIND_HOME`` (DESIGN.md §8). The worker runs in its own
-session, so a Ctrl-C reaches only this process, which then stops the worker itself: SIGTERM
-(Celery's warm shutdown, which lets running tasks finish), then SIGKILL to its process group
-after ``WORKER_STOP_SECONDS`` or at a second Ctrl-C. SIGTERM to this process counts as a Ctrl-C:
-every way out goes through that stop.
+only, in ``TRADEWIND_HOME/standalone_admin_password``. Without ``TRADEWIND_FERNET_KEY`` it makes
+a Fernet key once, kept in ``TRADEWIND_HOME/fernet_key`` (0600), which encrypts connection
+passwords, extras and variables (every command on this home finds it there). The worker is
+started without ``TRADEWIND_API_SECRET_KEY``: task code must not sign the API's tokens. With no
+settings that is SQLite and kombu's filesystem broker under ``TRADEWIND_HOME`` (DESIGN.md §8).
+The worker runs in its own session, so a Ctrl-C reaches only this process, which then stops the
+worker itself: SIGTERM (Celery's warm shutdown, which lets running tasks finish), then SIGKILL to
+its process group after ``WORKER_STOP_SECONDS`` or at a second Ctrl-C. SIGTERM to this process
+counts as a Ctrl-C: every way out goes through that stop.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from state.core import display_url
 from tradewind.settings import Settings
 
 WORKER_STOP_SECONDS = 10.0
+#: Settings only the API server needs: the worker (and so every task it runs) never sees them.
+API_ONLY_SETTINGS = ("TRADEWIND_API_SECRET_KEY",)
 API_COMMAND = [sys.executable, "-m", "cli", "api-server"]
 ADMIN_PASSWORD_FILE = "standalone_admin_password"
 
@@ -79,14 +84,17 @@ def worker_command(concurrency: int) -> list[str]:
 
 def start_worker(settings: Settings, concurrency: int, log_file: Path) -> subprocess.Popen[bytes]:
     """Start ``celery -A worker worker`` with this process's settings, output to ``log_file``."""
-    return start_child(settings, worker_command(concurrency), log_file)
+    return start_child(settings, worker_command(concurrency), log_file, API_ONLY_SETTINGS)
 
 
-def start_child(settings: Settings, argv: list[str], log_file: Path) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a session of its own with this process's settings, output to a file."""
+def start_child(
+    settings: Settings, argv: list[str], log_file: Path, without: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a session of its own with this process's settings (less the variables
+    named in ``without``), output to a file."""
     # Absolute paths: the child must find the same home and DAGs whatever its cwd resolves.
     env = {
-        **os.environ,
+        **{name: value for name, value in os.environ.items() if name not in without},
         "TRADEWIND_HOME": str(settings.resolved_home),
         "TRADEWIND_DAGS_FOLDER": str(settings.resolved_dags_folder),
     }
@@ -167,6 +175,7 @@ def standalone(
     settings = settings_or_exit()
     setup_logging(logging.WARNING)
     migrate_store(settings)
+    ensure_fernet_key(settings)
     url = settings.sql_url
     # Created before the fleet starts: an unknown DAG fails here, with nothing to stop.
     run_id = create_manual_run(settings, url, run, parsed_conf) if run else None
@@ -195,6 +204,32 @@ def describe(console: Console, settings: Settings, fleet: Fleet, concurrency: in
         f"DAGs {settings.resolved_dags_folder}, worker -c {concurrency} "
         f"(log: {fleet.worker_log})"
     )
+
+
+def ensure_fernet_key(settings: Settings) -> None:
+    """Without ``TRADEWIND_FERNET_KEY``, make the home's key once (mode 0600) and encrypt what
+    was stored in plaintext before it (a standalone of an older version)."""
+    if settings.fernet_keys:
+        return
+    path = settings.fernet_key_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    from cryptography.fernet import Fernet
+
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # made before, or by another standalone on this home just now
+        return
+    with os.fdopen(descriptor, "w") as out:
+        out.write(Fernet.generate_key().decode() + "\n")
+    from state.core import forget_keys, session_scope
+    from state.records import connection_ids, reseal_connection, reseal_variable, variable_keys
+
+    forget_keys()
+    with session_scope(settings.sql_url) as session:
+        for conn_id in connection_ids(session):
+            reseal_connection(session, conn_id)
+        for key in variable_keys(session):
+            reseal_variable(session, key)
 
 
 def ensure_admin(settings: Settings) -> str | None:

@@ -2,12 +2,15 @@
 
 Register on the top-level app: ``app.add_typer(variables.app, name="variables")``. A variable set
 with ``--secret``, or named like a secret (``password``, ``token``...), is masked in task logs
-and never printed here.
+and never printed here. ``set --secret`` without a value reads it from stdin (prompted, unechoed,
+at a terminal): a value on the command line is seen by ``ps`` and kept in the shell's history.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
+import sys
 from typing import Annotated
 
 import typer
@@ -27,13 +30,23 @@ Key = Annotated[str, typer.Argument(help="The variable's key.")]
 @app.command("set")
 def set_value(
     key: Key,
-    value: Annotated[str, typer.Argument(help="The value (a string; JSON if you use --json).")],
+    value: Annotated[
+        str | None,
+        typer.Argument(
+            help="The value (a string; JSON if you use --json). With --secret, leave it out "
+            "to read it from stdin."
+        ),
+    ] = None,
     secret: Annotated[
         bool, typer.Option("--secret", help="Mask it in logs; never print it.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Check that the value is JSON.")] = False,
 ) -> None:
     """Create or replace a variable (tasks read it with ``Variable.get(key)``)."""
+    if value is None:
+        if not secret:
+            fail("give the VALUE (or --secret to read it from stdin)", EXIT_BAD_INPUT)
+        value = read_secret(f"value of {key}: ")
     if as_json:
         try:
             json.loads(value)
@@ -44,6 +57,15 @@ def set_value(
         set_variable(session, key, value, secret)
     kind = "secret variable" if secret or is_sensitive(key) else "variable"
     typer.echo(f"{kind} {key} set")
+
+
+def read_secret(prompt: str) -> str:
+    """A secret from stdin: prompted and not echoed at a terminal, else read whole (a PEM key's
+    lines and all), less one final newline."""
+    if sys.stdin.isatty():
+        return getpass.getpass(prompt)
+    text = sys.stdin.read()
+    return text[:-1] if text.endswith("\n") else text
 
 
 @app.command("get")

@@ -7,6 +7,7 @@ accepts, never surface later as a confusing failure deep inside a worker.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -62,6 +63,10 @@ class Settings(BaseSettings):
     # The API server (api/). The key signs its tokens and session cookies: every server of one
     # fleet needs the same one. Unset, one is generated and kept under TRADEWIND_HOME.
     api_secret_key: str | None = Field(default=None, min_length=32)
+    # Fernet keys (comma-separated: the first encrypts, every one decrypts) for connection
+    # passwords, extras and variables at rest (state/core/cipher.py). Unset: the key
+    # `tradewind standalone` keeps under TRADEWIND_HOME, if there is one, else plaintext.
+    fernet_key: str | None = None
     api_token_lifetime_seconds: float = Field(default=86400.0, gt=0)
     api_host: str = Field(default="127.0.0.1", min_length=1)
     api_port: int = Field(default=8080, ge=1, le=65535)
@@ -104,6 +109,19 @@ class Settings(BaseSettings):
             raise ValueError("a URL with a scheme, such as redis://host:6379/0")
         return value
 
+    @field_validator("fernet_key")
+    @classmethod
+    def _fernet_keys(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        for number, key in enumerate(value.split(","), start=1):
+            if not is_fernet_key(key.strip()):
+                raise ValueError(
+                    f"key {number} is not a Fernet key (32 bytes in URL-safe base64, 44 "
+                    "characters; make one with `tradewind rotate-fernet-key --generate`)"
+                )
+        return value
+
     @model_validator(mode="after")
     def _object_storage_has_a_url(self) -> Settings:
         if self.state_store_backend == "object_storage" and not self.object_storage_url:
@@ -113,6 +131,18 @@ class Settings(BaseSettings):
     @property
     def resolved_home(self) -> Path:
         return self.home.expanduser().resolve()
+
+    @property
+    def fernet_keys(self) -> tuple[str, ...]:
+        """``TRADEWIND_FERNET_KEY``'s keys, first the one that encrypts; empty when unset."""
+        if self.fernet_key is None:
+            return ()
+        return tuple(key.strip() for key in self.fernet_key.split(","))
+
+    @property
+    def fernet_key_file(self) -> Path:
+        """Where ``tradewind standalone`` keeps the key it made (mode 0600)."""
+        return self.resolved_home / "fernet_key"
 
     @property
     def sql_url(self) -> str:
@@ -158,6 +188,11 @@ def log_path(
     return logs_folder / dag_id / safe_run / task_id / str(map_index) / f"{try_number}.log"
 
 
+def is_fernet_key(text: str) -> bool:
+    """Whether ``text`` is a Fernet key: 32 bytes in URL-safe base64 (43 characters and ``=``)."""
+    return re.fullmatch(r"[A-Za-z0-9_-]{43}=", text) is not None
+
+
 def needs_object_storage_url(variable: str) -> str:
     """The error of ``variable=object_storage`` without ``TRADEWIND_OBJECT_STORAGE_URL``."""
     return (
@@ -178,7 +213,7 @@ def _one_line(error: ValidationError) -> str:
 
 
 #: Settings whose values a message never shows.
-SECRET_FIELDS = frozenset({"api_secret_key"})
+SECRET_FIELDS = frozenset({"api_secret_key", "fernet_key"})
 
 
 @functools.cache

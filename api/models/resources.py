@@ -1,7 +1,8 @@
 """Pools, variables, connections, XComs, state values, import errors, sources and stats.
 
 Secrets never leave the server: a connection's password shows as ``***`` when it is set, and so
-do the values of secret variables and the sensitive keys of a connection's ``extra``.
+do the values of secret variables and the sensitive keys of a connection's ``extra``. A
+variable's ``is_encrypted`` says whether the store holds it encrypted (TRADEWIND_FERNET_KEY).
 """
 
 from __future__ import annotations
@@ -116,7 +117,12 @@ class VariableBody(_Body):
 
 def variable_response(variable: Variable) -> VariableResponse:
     value = MASK if variable.is_secret or is_sensitive(variable.key) else variable.value
-    return VariableResponse(key=variable.key, value=value, description=variable.description)
+    return VariableResponse(
+        key=variable.key,
+        value=value,
+        description=variable.description,
+        is_encrypted=variable.is_encrypted,
+    )
 
 
 class ConnectionResponse(BaseModel):
@@ -183,7 +189,7 @@ def connection_response(connection: Connection) -> ConnectionResponse:
         login=connection.login,
         schema=connection.schema,
         port=connection.port,
-        password=MASK if connection.password else None,
+        password=MASK if connection.stored_password else None,  # set: no need to decrypt it
         extra=_masked_extra(connection.extra or {}),
     )
 

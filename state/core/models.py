@@ -21,12 +21,14 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from state.core.cipher import Sealed
 from state.core.enums import DagRunState, TaskInstanceState
 
 NAMING = {
@@ -69,7 +71,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0013_descriptions"
+SCHEMA_REVISION = "0014_fernet"
 
 
 class Base(DeclarativeBase):
@@ -240,26 +242,43 @@ class TaskStateValue(Base):
 
 
 class Connection(Base):
+    """What a hook connects with; ``password`` and ``extra`` are sealed at rest (cipher.py)."""
+
     __tablename__ = "connection"
 
     conn_id: Mapped[str] = mapped_column(String(250), primary_key=True)
     conn_type: Mapped[str] = mapped_column(String(500), default="generic")
     host: Mapped[str | None] = mapped_column(String(500), nullable=True)
     login: Mapped[str | None] = mapped_column(String(500), nullable=True)
-    password: Mapped[str | None] = mapped_column(Text, nullable=True)
+    stored_password: Mapped[str | None] = mapped_column("password", Text, nullable=True)
+    is_encrypted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     schema: Mapped[str | None] = mapped_column(String(500), nullable=True)
     port: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # A JSON object, or the JSON string of its sealed text when ``is_extra_encrypted``.
+    stored_extra: Mapped[Any] = mapped_column("extra", JSON, default=dict)
+    is_extra_encrypted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    password = Sealed[str | None](
+        "stored_password", "is_encrypted", "connection {0.conn_id!r}'s password"
+    )
+    extra = Sealed[dict[str, Any]](
+        "stored_extra", "is_extra_encrypted", "connection {0.conn_id!r}'s extra", as_json=True
+    )
 
 
 class Variable(Base):
+    """A named value; sealed at rest, secret (``is_secret``) or not, as Airflow does."""
+
     __tablename__ = "variable"
 
     key: Mapped[str] = mapped_column(String(250), primary_key=True)
-    value: Mapped[str] = mapped_column(Text)
+    stored_value: Mapped[str] = mapped_column("value", Text)
     is_secret: Mapped[bool] = mapped_column(Boolean, default=False)
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    is_encrypted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    value = Sealed[str]("stored_value", "is_encrypted", "variable {0.key!r}")
 
 
 #: The pool of every task that names none, made with this many slots (Airflow's name and size).

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     )
     from state.records.checkpoints import BATCH_PREFIX, CHECKPOINT_PREFIX, MARKER_KEY, batch_number
     from state.records.connections import (
+        Resealed,
+        connection_ids,
         delete_connection,
         delete_variable,
         get_connection,
@@ -38,7 +40,10 @@ if TYPE_CHECKING:
         list_connections,
         list_variables,
         put_connection,
+        reseal_connection,
+        reseal_variable,
         set_variable,
+        variable_keys,
     )
     from state.records.dags import NoSuchDag, set_paused
     from state.records.marking import (
@@ -138,6 +143,11 @@ _MODULE_OF = {
     "list_users": "users",
     "list_users_page": "users",
     "list_variables": "connections",
+    "Resealed": "connections",
+    "connection_ids": "connections",
+    "reseal_connection": "connections",
+    "reseal_variable": "connections",
+    "variable_keys": "connections",
     "mark_ready": "partitions",
     "mark_run_state": "marking",
     "mark_task_instances": "marking",
@@ -184,6 +194,7 @@ __all__ = [
     "OutletEvent",
     "PendingPartition",
     "Queued",
+    "Resealed",
     "Role",
     "TIKey",
     "UserExists",
@@ -191,6 +202,7 @@ __all__ = [
     "asset_events_for_task",
     "batch_number",
     "claim_partition",
+    "connection_ids",
     "consume",
     "create_user",
     "dags_with_work",
@@ -230,6 +242,8 @@ __all__ = [
     "record_contributions",
     "record_events",
     "refers_to_object",
+    "reseal_connection",
+    "reseal_variable",
     "revoke_tokens",
     "run_facts",
     "runs_of_keys",
@@ -240,6 +254,7 @@ __all__ = [
     "set_state_value",
     "set_variable",
     "sync_references",
+    "variable_keys",
     "write_asset_state",
     "write_state",
     "write_xcom",

@@ -1,13 +1,23 @@
-"""Connections and Variables in the SQL store: read by supervisors, written by the CLI."""
+"""Connections and Variables in the SQL store: read by supervisors, written by the CLI.
+
+Their secrets are sealed at rest by the models themselves (``state/core/cipher.py``): what is
+read here is plain, what is written is encrypted with the first key. ``reseal_connection`` and
+``reseal_variable`` are ``tradewind rotate-fernet-key``'s steps, one row each.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Literal
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from state.core import Connection, Variable
+from state.core import Connection, Variable, current_cipher
+
+#: What resealing a row did: re-encrypted it (or encrypted it for the first time), found it
+#: already under the first key, or found it gone.
+Resealed = Literal["resealed", "current", "gone"]
 
 
 def get_connection(session: Session, conn_id: str) -> Connection | None:
@@ -57,3 +67,44 @@ def set_variable(
 def delete_variable(session: Session, key: str) -> bool:
     result = session.execute(delete(Variable).where(Variable.key == key))
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def connection_ids(session: Session) -> list[str]:
+    return list(session.scalars(select(Connection.conn_id).order_by(Connection.conn_id)))
+
+
+def variable_keys(session: Session) -> list[str]:
+    return list(session.scalars(select(Variable.key).order_by(Variable.key)))
+
+
+def reseal_connection(session: Session, conn_id: str) -> Resealed:
+    """Encrypt ``conn_id``'s password and extra with the first key; ``SecretUnreadable`` when no
+    configured key opens them. The row is locked until the transaction ends: an edit made
+    meanwhile is not overwritten with the old value."""
+    row = session.get(Connection, conn_id, with_for_update=True)
+    if row is None:
+        return "gone"
+    cipher, what = current_cipher(), f"connection {conn_id!r}"
+    password = extra = None
+    if row.stored_password is not None:
+        password = cipher.reseal(row.stored_password, row.is_encrypted, f"{what}'s password")
+    if row.stored_extra and (row.is_extra_encrypted or isinstance(row.stored_extra, dict)):
+        stored = row.stored_extra if row.is_extra_encrypted else json.dumps(row.stored_extra)
+        extra = cipher.reseal(stored, row.is_extra_encrypted, f"{what}'s extra")
+    if password is not None:
+        row.stored_password, row.is_encrypted = password, True
+    if extra is not None:
+        row.stored_extra, row.is_extra_encrypted = extra, True
+    return "current" if password is None and extra is None else "resealed"
+
+
+def reseal_variable(session: Session, key: str) -> Resealed:
+    """Encrypt variable ``key``'s value with the first key (see ``reseal_connection``)."""
+    row = session.get(Variable, key, with_for_update=True)
+    if row is None:
+        return "gone"
+    value = current_cipher().reseal(row.stored_value, row.is_encrypted, f"variable {key!r}")
+    if value is None:
+        return "current"
+    row.stored_value, row.is_encrypted = value, True
+    return "resealed"
