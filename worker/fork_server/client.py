@@ -393,16 +393,11 @@ def start_python_task(
         started = _start_warm(warm, start, reuse, timeout_seconds)
         if started is not None:
             return started
-    deadline = time.monotonic() + timeout_seconds
-    for _attempt in range(2):
+    for _attempt in range(2):  # each bounded by the timeout: twice the timeout at most
         try:
-            return _slot_server().start(
-                fileloc,
-                dag.dag_id,
-                task.task_id,
-                details,
-                reuse > 1,
-                max(0.0, deadline - time.monotonic()),
+            server = _slot_server()
+            return server.start(
+                fileloc, dag.dag_id, task.task_id, details, reuse > 1, timeout_seconds
             )
         except ForkServerGone:
             continue  # started again once: a server killed between two tries is no failure

@@ -7,6 +7,8 @@ whole value reached the task process.
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 
 from tradewind import dag, task
 
@@ -47,3 +49,37 @@ def big_params_default():
 
 
 big_params_default()
+
+
+@task
+def slow_read(params=None) -> str:
+    """Reads its conf, then takes ``sleep`` seconds: a try in flight for the shutdown tests."""
+    seen = _seen(params["blob"])
+    time.sleep(float(params["sleep"]))
+    return seen
+
+
+@dag(dag_id="slow_big_conf")
+def slow_big_conf():
+    slow_read()
+
+
+slow_big_conf()
+
+
+@task
+def first() -> int:
+    return os.getpid()
+
+
+@task
+def second() -> int:
+    return os.getpid()
+
+
+@dag(dag_id="two_steps")
+def two_steps():
+    first() >> second()
+
+
+two_steps()
