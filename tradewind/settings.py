@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     # How many tries of Python tasks one task process may run, one after another (DESIGN.md §7,
     # docs/operations.md): 1, the default, is a fresh process per try.
     task_process_reuse: int = Field(default=1, ge=1)
+    # How long a try may wait for its task process to be handed over by its slot's fork server
+    # (docs/operations.md): past it the try fails with the reason, and the stuck server goes.
+    task_start_timeout_seconds: float = Field(default=120.0, gt=0)
     # A `task-sent` event per published try, what Flower shows as queued (docs/operations.md).
     task_sent_events: bool = True
     # The API server (api/). The key signs its tokens and session cookies: every server of one

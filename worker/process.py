@@ -2,6 +2,15 @@
 
 The task gets its own process group, so stopping it (timeout, lost try) reaches the children it
 started and nothing else; its stdout and stderr are pipes the supervisor reads into the log.
+
+What a task process gets, and what it leaves (DESIGN.md §7, docs/security.md):
+- its environment without the settings that reach the store, the broker or the API's keys
+  (``task_environment``): the task asks its supervisor for what it needs, and needs none of them;
+- its whole session ends with its try, a ``setsid`` grandchild too. A Python task process is the
+  subreaper of everything it starts, and its fork server the subreaper of what an exited task
+  process leaves (``worker/fork_server/main.py`` kills those); a runtime task or helper, exec'd
+  here, carries a marker of its try in its environment, which everything it starts inherits, and
+  every process still carrying it is killed when the try ends (``end_session``).
 """
 
 from __future__ import annotations
@@ -13,12 +22,13 @@ import gc
 import io
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -30,6 +40,25 @@ if TYPE_CHECKING:
 
 #: Environment variable telling a runtime task which inherited fd is its comms socket.
 COMMS_FD_ENV = "TRADEWIND_COMMS_FD"
+#: Environment variable marking every process of one exec'd try (``end_session``).
+SESSION_ENV = "TRADEWIND_TASK_SESSION"
+
+#: Settings a task process never sees: they reach the store, the broker or the API's keys, and
+#: a task asks its supervisor for what it needs instead. Any ``TRADEWIND_*`` name holding one of
+#: ``_SECRET_WORDS`` is left out too (a key's file, a key of a later release).
+HIDDEN_SETTINGS = frozenset(
+    {
+        "TRADEWIND_DATABASE_URL",
+        "TRADEWIND_BROKER_URL",
+        "TRADEWIND_REMOTE_LOGS_URL",
+        "TRADEWIND_API_SECRET_KEY",
+        "TRADEWIND_FERNET_KEY",
+    }
+)
+_SECRET_WORDS = ("SECRET", "FERNET", "PASSWORD")
+#: A hidden value this long or longer is looked for in the other variables (the store's URL
+#: under another name); a shorter one would match by chance.
+_HIDDEN_VALUE_MIN_CHARS = 8
 
 
 @dataclass
@@ -47,6 +76,8 @@ class TaskProcess:
     exit_report: Callable[[bool], int | None] | None = None
     #: A task process that may wait for another try after this one (``worker/fork_server/warm.py``).
     warm: WarmProcess | None = None
+    #: An exec'd process's session marker (``SESSION_ENV``): what it started carries it too.
+    session: str | None = None
 
     def poll(self, wait: bool = False) -> int | None:
         """The exit code once the process is gone (negative: killed by that signal)."""
@@ -114,9 +145,13 @@ def fork_child(
 
 def prepare_task_process() -> None:
     """What a task process sets up before it knows its task: its own process group, death
-    with its parent, default signal handlers, and stdout/stderr wrappers for fds 1 and 2."""
+    with its parent, the subreaper of what it starts, no hidden setting in its environment,
+    default signal handlers, and stdout/stderr wrappers for fds 1 and 2."""
     os.setpgid(0, 0)
     die_with_parent()
+    become_subreaper()
+    for name in [name for name in os.environ if is_hidden(name)]:
+        del os.environ[name]
     _fresh_stdio()
     # The parent's pooled connections are left alone: the task never uses SQL, and os._exit
     # below runs no finalizer that could close them (disposing them costs ~7 ms a fork).
@@ -170,6 +205,16 @@ PR_SET_PDEATHSIG = 1
 PRCTL = _resolve_prctl()
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    """Make this process the parent of its orphaned descendants (a daemon's double fork, the
+    child of a ``setsid`` process that exited): they stay in its tree, where they are found."""
+    if PRCTL is not None:
+        PRCTL(PR_SET_CHILD_SUBREAPER, 1)
+
+
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this task process if its supervisor dies.
 
@@ -208,10 +253,17 @@ _TASK_LOG_FORMAT = logging.Formatter("%(levelname)s %(name)s: %(message)s")
 
 
 def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None) -> TaskProcess:
-    """Start ``command`` with the comms socket inherited, its fd number in the environment."""
+    """Start ``command`` with the comms socket inherited, its fd number in the environment, and
+    the marker of its session (``end_session``)."""
     reap_finished()
     parent_end, child_end = socket.socketpair()
-    full_env = {**os.environ, **(env or {}), COMMS_FD_ENV: str(child_end.fileno())}
+    session = secrets.token_hex(16)
+    full_env = {
+        **task_environment(),
+        **(env or {}),
+        COMMS_FD_ENV: str(child_end.fileno()),
+        SESSION_ENV: session,
+    }
     popen = subprocess.Popen(
         list(command),
         stdout=subprocess.PIPE,
@@ -223,10 +275,29 @@ def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None)
     child_end.close()
     assert popen.stdout is not None and popen.stderr is not None
     process = TaskProcess(
-        popen.pid, parent_end, popen.stdout.fileno(), popen.stderr.fileno(), popen
+        popen.pid, parent_end, popen.stdout.fileno(), popen.stderr.fileno(), popen, session=session
     )
     _EXECUTED.get_or_make(list).append(process)
     return process
+
+
+def is_hidden(name: str) -> bool:
+    """Whether the variable ``name`` is kept from task processes (``HIDDEN_SETTINGS``)."""
+    if name in HIDDEN_SETTINGS:
+        return True
+    return name.startswith("TRADEWIND_") and any(word in name for word in _SECRET_WORDS)
+
+
+def task_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (this process's) without what a task process must not see: the hidden
+    settings, and any variable holding one of their values (the store's URL by another name)."""
+    environ = os.environ if environ is None else environ
+    hidden = [v for k, v in environ.items() if is_hidden(k) and len(v) >= _HIDDEN_VALUE_MIN_CHARS]
+    return {
+        name: value
+        for name, value in environ.items()
+        if not is_hidden(name) and not any(secret in value for secret in hidden)
+    }
 
 
 #: The runtime task and helper processes each slot started and has not closed yet: its children,
@@ -235,10 +306,11 @@ _EXECUTED: PerSlot[list[TaskProcess]] = PerSlot()
 
 
 def kill_executed() -> None:
-    """SIGKILL the process groups of every slot's runtime task and helper processes."""
+    """SIGKILL every slot's runtime task and helper processes, and what they started."""
     for processes in _EXECUTED.values():
         for process in list(processes):
             process.signal_group(signal.SIGKILL)
+            end_session(process)
 
 
 #: Task processes whose end was recorded before they could be reaped (see the supervisor), per
@@ -277,9 +349,11 @@ def reap_finished() -> None:
 
 
 def close_process_handles(process: TaskProcess) -> None:
-    """Close the supervisor's ends of the socket and pipes."""
+    """Close the supervisor's ends of the socket and pipes; an exec'd process's try is over,
+    and so is its session (``end_session``)."""
     process.comms.close()
     if process.popen is not None:
+        end_session(process)
         executed = _EXECUTED.get()
         if executed is not None and process in executed:
             executed.remove(process)
@@ -290,3 +364,64 @@ def close_process_handles(process: TaskProcess) -> None:
     for fd in (process.stdout, process.stderr):
         with contextlib.suppress(OSError):
             os.close(fd)
+
+
+def end_session(process: TaskProcess) -> None:
+    """SIGKILL every process carrying the session marker of the exec'd ``process``: itself and
+    what it started, in its group or not (``setsid``), orphaned or not.
+
+    Each round kills what is found; a process forked meanwhile carries the marker too, and the
+    next round finds it. A process that cleared its environment before an exec escapes: that
+    is the one way out (docs/security.md).
+    """
+    if process.session is None:
+        return
+    needle = f"\0{SESSION_ENV}={process.session}\0".encode()
+    for _round in range(_SESSION_KILL_ROUNDS):
+        marked = [pid for pid in _all_pids() if needle in b"\0" + _environ_of(pid)]
+        if not marked:
+            return
+        for pid in marked:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+_SESSION_KILL_ROUNDS = 5
+
+
+def _all_pids() -> list[int]:
+    return [int(entry.name) for entry in os.scandir("/proc") if entry.name.isdigit()]
+
+
+def _environ_of(pid: int) -> bytes:
+    """The environment ``pid`` was exec'd with (and keeps across forks); b"" if unreadable."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return environ.read()
+    except OSError:
+        return b""
+
+
+def children_of(pid: int) -> list[int]:
+    """The children of ``pid`` now (none if it is gone)."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for thread in threads:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{thread}/children") as kids:
+            found += map(int, kids.read().split())
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process under it, whatever their group or session."""
+    tree, todo = [pid], [pid]
+    while todo:
+        children = children_of(todo.pop())
+        tree += children
+        todo += children
+    for member in tree:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(member, signal.SIGKILL)

@@ -7,6 +7,7 @@ the supervisor tests do; the faults are real processes killed with real signals.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -92,6 +93,27 @@ def version():
 
 with DAG("versioned"):
     version()
+
+
+@task
+def blob_size(params=None, dag_run=None):
+    return [len(params["blob"]), len(dag_run.conf["blob"])]
+
+
+with DAG("big_conf"):
+    blob_size()
+
+
+@task
+def leaves_setsid(params=None):
+    child = subprocess.Popen(["setsid", "sleep", "600"])
+    note("leftover", str(child.pid))
+    if params.get("fail"):
+        raise RuntimeError("failed on purpose")
+
+
+with DAG("setsid_leftover"):
+    leaves_setsid()
 """
 
 
@@ -296,3 +318,65 @@ def test_a_first_try_gets_its_details_with_its_start_and_asks_nothing(
     assert asked == []  # nothing to purge or load first: no handshake round trip
     task_pid = json.loads(home.xcoms(run_pk)[("parentage", "return_value")])
     assert json.loads(home.xcoms(run_pk)[("double", "return_value")]) == task_pid * 2
+
+
+@pytest.mark.parametrize("size", [70_000, 1_000_000])
+def test_a_try_whose_details_are_over_a_packet_asks_for_them_and_sees_them_whole(
+    home: Home, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    asked: list[p.GetTaskDetails] = []
+    answer = requests.HANDLERS[p.GetTaskDetails]
+
+    def count(ctx: TryContext, request: p.GetTaskDetails) -> p.Message | None:
+        asked.append(request)
+        return answer(ctx, request)
+
+    monkeypatch.setitem(requests.HANDLERS, p.GetTaskDetails, count)
+    run_pk, pending = start(home, "big_conf", conf={"blob": "x" * size})
+
+    assert run_tries(home, run_pk, pending) == ["success"]
+
+    assert len(asked) == 1  # left out of the start, asked for on the stream socket
+    assert json.loads(home.xcoms(run_pk)[("blob_size", "return_value")]) == [size, size]
+
+
+def test_a_hand_over_the_fork_server_never_answers_fails_within_its_deadline(home: Home) -> None:
+    stuck = server()
+    the_one_spare()  # handed over ahead: the first start below needs nothing of the server
+    os.kill(stuck.pid, signal.SIGSTOP)
+    fileloc = str(home.dags / "dags.py")
+    first = stuck.start(fileloc, "parentage", "parentage", timeout_seconds=30)
+
+    began = time.monotonic()
+    with pytest.raises(
+        fork_server.HandOverTimeout,
+        match=r"^no task process was handed over within 1s \(TRADEWIND_TASK_START_TIMEOUT",
+    ):
+        stuck.start(fileloc, "parentage", "parentage", timeout_seconds=1)
+
+    assert time.monotonic() - began < 30  # its deadline, not for ever
+    assert stuck.gone
+    assert wait_until(lambda: pid_gone(stuck.pid)), "the stuck fork server was left running"
+    assert wait_until(lambda: pid_gone(first.pid)), "its task process outlived it"
+    for end in (first.stdout, first.stderr):
+        os.close(end)
+    first.comms.close()
+    # The next try of the slot gets a fresh server.
+    run_pk, pending = start(home, "parentage")
+    assert run_tries(home, run_pk, pending) == ["success", "success"]
+    assert server().pid != stuck.pid
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_setsid_grandchild_ends_with_its_try(home: Home, fail: bool) -> None:
+    run_pk, pending = start(home, "setsid_leftover", conf={"fail": fail})
+
+    assert run_tries(home, run_pk, pending, limit=1) == ["failed" if fail else "success"]
+
+    [leftover] = [int(pid) for pid in out(home, "leftover")]
+    try:
+        assert wait_until(lambda: pid_gone(leftover), 20), "the setsid grandchild outlived its try"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(leftover, signal.SIGKILL)
+    assert server().gone is False  # the server lives on: it only ended what the try left

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import inspect
+import os
 import socket
 import struct
 import typing
@@ -294,3 +295,79 @@ def test_an_oversized_frame_is_a_protocol_error_on_a_blocking_read(
 def test_a_frame_at_the_limit_is_not_refused_by_its_header() -> None:
     buffer = p.FrameBuffer()
     assert buffer.feed(struct.pack(">I", p.MAX_FRAME_BYTES) + b"{") == []
+
+
+# --- packets: the SOCK_SEQPACKET channels (the fork server's, a spare's) -----------------------
+
+
+@pytest.fixture
+def packets() -> Iterator[tuple[socket.socket, socket.socket]]:
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with left, right:
+        yield left, right
+
+
+def details(params: dict[str, object]) -> p.TaskDetails:
+    return p.TaskDetails(
+        dag_id="d",
+        run_id="r",
+        task_id="t",
+        map_index=-1,
+        try_number=1,
+        max_tries=1,
+        generation=1,
+        params=params,
+        run_type="manual",
+    )
+
+
+def test_a_packet_is_the_message_s_json_with_no_length() -> None:
+    assert p.packet(p.SpareReady(pid=7)) == b'{"id":0,"type":"SpareReady","pid":7}'
+
+
+def test_a_message_over_a_packet_is_refused_by_its_writer() -> None:
+    with pytest.raises(p.ProtocolError, match=r"a StartTaskProcess of \d+ bytes is over the 65536"):
+        p.packet(p.StartTaskProcess(fileloc="/f.py", dag_id="d", task_id="x" * p.MAX_PACKET_BYTES))
+
+
+def test_a_packet_round_trips_with_its_descriptors(
+    packets: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = packets
+    read_end, write_end = os.pipe()
+    socket.send_fds(left, [p.packet(p.SpareReady(pid=3))], [read_end])
+    body, fds = p.receive_packet(right, max_fds=1)
+    assert p.FROM_FORK_SERVER.validate_json(body) == p.SpareReady(pid=3)
+    assert len(fds) == 1
+    for fd in (*fds, read_end, write_end):
+        os.close(fd)
+
+
+def test_a_packet_the_kernel_cut_short_is_a_protocol_error_not_half_a_message(
+    packets: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = packets
+    left.send(b"{" + b" " * p.MAX_PACKET_BYTES + b"}")  # one byte over what a reader takes
+    with pytest.raises(p.ProtocolError, match="cut short"):
+        p.receive_packet(right)
+
+
+def test_a_start_carries_its_details_when_they_fit_byte_for_byte_as_before() -> None:
+    start = p.StartTaskProcess(fileloc="/f.py", dag_id="d", task_id="t", details=details({}))
+    assert p.start_packet(start) == start.model_dump_json().encode()
+
+
+@pytest.mark.parametrize("size", [70_000, 300_000, 2_000_000])
+def test_a_start_whose_details_do_not_fit_leaves_them_to_the_handshake(size: int) -> None:
+    start = p.StartTaskProcess(
+        fileloc="/f.py", dag_id="d", task_id="t", details=details({"blob": "x" * size})
+    )
+    sent = p.StartTaskProcess.model_validate_json(p.start_packet(start))
+    assert sent == start.model_copy(update={"details": None})
+    assert start.details is not None  # the caller's start is left as it was
+
+
+def test_a_start_too_large_without_its_details_names_the_task() -> None:
+    start = p.StartTaskProcess(fileloc="/f.py", dag_id="d", task_id="t" * 70_000)
+    with pytest.raises(p.ProtocolError, match=r"start of task d\.t{98}\.\.\. is over the 65536"):
+        p.start_packet(start)

@@ -39,12 +39,20 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import NoReturn
 
 from tradewind.dag import DAG
 from tradewind.task import Task
 from worker import wire as p
 from worker.fork_server.warm import WarmProcess, drop_all_idle, next_start, start_in, take_idle
-from worker.process import COMMS_FD_ENV, TaskProcess, fork_python_task, reap_finished
+from worker.process import (
+    COMMS_FD_ENV,
+    TaskProcess,
+    fork_python_task,
+    kill_tree,
+    reap_finished,
+    task_environment,
+)
 from worker.slots import PerSlot
 from worker.task_runner.body import task_body
 
@@ -53,9 +61,13 @@ log = logging.getLogger(__name__)
 SERVER_COMMAND = (sys.executable, "-m", "worker.fork_server.main")
 #: The worker process's pid, so the server can tell it died before ``PR_SET_PDEATHSIG`` was set.
 PARENT_PID_ENV = "TRADEWIND_FORK_SERVER_PARENT"
-MAX_PACKET_BYTES = 1 << 16
 #: An exited task process is reaped and reported at once; past this, it is taken as killed.
 _REPORT_TIMEOUT_SECONDS = 5.0
+#: How long a send to the server may block: it reads its channel all the time, so a send that
+#: cannot go out means a server stuck, taken as gone.
+_SEND_TIMEOUT_SECONDS = 10.0
+#: TRADEWIND_TASK_START_TIMEOUT_SECONDS's default: how long a try waits for its task process.
+DEFAULT_START_TIMEOUT_SECONDS = 120.0
 
 
 class ForkServerError(RuntimeError):
@@ -66,12 +78,21 @@ class ForkServerGone(ForkServerError):
     """The fork server exited: it is started again for the next try."""
 
 
+class HandOverTimeout(ForkServerError):
+    """No task process was handed over in time: the stuck server was killed."""
+
+
 class ForkServer:
     """One slot's fork server: its process, the channel to it, the spare it handed over."""
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {**os.environ, COMMS_FD_ENV: str(theirs.fileno()), PARENT_PID_ENV: str(os.getpid())}
+        # Without the store's and the broker's URLs: what it forks runs the tasks' code.
+        env = {
+            **task_environment(),
+            COMMS_FD_ENV: str(theirs.fileno()),
+            PARENT_PID_ENV: str(os.getpid()),
+        }
         # A session of its own: a Ctrl-C or honcho's SIGTERM to the worker's group must not
         # reach it (it would take the running task with it); it goes when its worker does.
         self._process = subprocess.Popen(
@@ -79,6 +100,8 @@ class ForkServer:
         )
         theirs.close()
         self._control = ours
+        # Reads wait in select(), never here; a send that cannot go out is a stuck server.
+        self._control.settimeout(_SEND_TIMEOUT_SECONDS)
         self._spare: tuple[int, socket.socket] | None = None  # (pid, its channel)
         self._exits: dict[int, int] = {}  # pid -> exit code, reported and not yet asked for
         self._error: str | None = None
@@ -91,19 +114,25 @@ class ForkServer:
         task_id: str,
         details: p.TaskDetails | None = None,
         then_wait: bool = False,
+        timeout_seconds: float = DEFAULT_START_TIMEOUT_SECONDS,
     ) -> TaskProcess:
         """Start the task on the spare; raises ForkServerError. Nothing here waits on the
-        server unless it has no spare ready yet (the first try, or a spare that died).
+        server unless it has no spare ready yet (the first try, or a spare that died), and
+        then for ``timeout_seconds`` at most (``HandOverTimeout``).
 
         ``then_wait``: the spare's channel is kept, for its next try
         (``worker/fork_server/warm.py``).
         """
-        packet = p.StartTaskProcess(
+        start = p.StartTaskProcess(
             fileloc=fileloc, dag_id=dag_id, task_id=task_id, details=details, then_wait=then_wait
         )
+        try:
+            packet = p.start_packet(start)
+        except p.ProtocolError as error:
+            raise ForkServerError(str(error)) from None
         channels = TryChannels()
         try:
-            pid, spare = self._hand_over(packet, channels.far_ends, keep=then_wait)
+            pid, spare = self._hand_over(packet, channels.far_ends, then_wait, timeout_seconds)
         except ForkServerError:
             channels.close_near_ends()
             raise
@@ -119,8 +148,9 @@ class ForkServer:
         return self._process.pid
 
     def kill(self) -> None:
-        """SIGKILL the server: its task processes die with it (``PR_SET_PDEATHSIG``)."""
-        self._process.kill()
+        """SIGKILL the server and every process under it: its task processes, and what their
+        tries left running (a ``setsid`` grandchild, which ``PR_SET_PDEATHSIG`` does not reach)."""
+        kill_tree(self._process.pid)
 
     def close(self) -> None:
         """Close the channel: the server kills what is left of its task processes and exits."""
@@ -134,11 +164,11 @@ class ForkServer:
             self._process.wait()
 
     def _hand_over(
-        self, start: p.StartTaskProcess, fds: list[int], keep: bool
+        self, packet: bytes, fds: list[int], keep: bool, timeout_seconds: float
     ) -> tuple[int, socket.socket | None]:
-        """Send the start to the spare (a newer one first, if the server sent one); its pid,
-        and its channel if ``keep``."""
-        packet = start.model_dump_json().encode()
+        """Send the start ``packet`` to the spare (a newer one first, if the server sent one);
+        its pid, and its channel if ``keep``. HandOverTimeout past ``timeout_seconds``."""
+        deadline = time.monotonic() + timeout_seconds
         for _attempt in range(3):
             self._read_messages(wait=False)
             if self._spare is None:
@@ -147,11 +177,18 @@ class ForkServer:
                 self._send(p.ForkSpare())
             while self._spare is None:
                 self._raise_if_failed()
-                self._read_messages(wait=True)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._stuck(timeout_seconds)
+                self._read_messages(wait=True, timeout=left)
             pid, channel = self._spare
             self._spare = None
             try:
+                # A packet within MAX_PACKET_BYTES never fills an idle spare's channel: the
+                # timeout only bounds a send to a spare that went wrong.
+                channel.settimeout(max(0.1, deadline - time.monotonic()))
                 socket.send_fds(channel, [packet], fds)
+                channel.settimeout(None)
             except OSError:
                 channel.close()
                 continue  # it died waiting (killed by hand, say): the server forks another
@@ -160,6 +197,17 @@ class ForkServer:
             channel.close()
             return pid, None
         raise ForkServerError("the fork server's spare task processes keep dying")
+
+    def _stuck(self, timeout_seconds: float) -> NoReturn:
+        """No spare came in time: the server is stuck (stopped, or importing a DAG file that
+        never ends), no use to the next try either. It is killed; the next try starts another."""
+        self.kill()
+        self._went("the fork server handed over no task process in time")
+        raise HandOverTimeout(
+            f"no task process was handed over within {timeout_seconds:g}s "
+            "(TRADEWIND_TASK_START_TIMEOUT_SECONDS): the fork server did not answer, and was "
+            "stopped"
+        )
 
     def _raise_if_failed(self) -> None:
         if self.gone:
@@ -188,7 +236,7 @@ class ForkServer:
             if not select.select([self._control], [], [], timeout if wait and not got else 0)[0]:
                 return got
             try:
-                packet, fds, _flags, _address = socket.recv_fds(self._control, MAX_PACKET_BYTES, 1)
+                packet, fds = p.receive_packet(self._control, max_fds=1)
             except OSError:
                 packet, fds = b"", []
             if not packet:
@@ -214,7 +262,7 @@ class ForkServer:
 
     def _send(self, message: p.SpareTaken | p.ForkSpare) -> None:
         try:
-            self._control.send(message.model_dump_json().encode())
+            self._control.send(p.packet(message))
         except OSError as error:
             # The task process runs anyway; its server is gone, and it with it (PDEATHSIG).
             self._went(f"the fork server is gone: {error}")
@@ -225,7 +273,11 @@ class ForkServer:
             self._error = why
             self._drop_spare()
             self._control.close()
-            log.warning("%s (exit code %s); starting another", why, self._process.poll())
+            # Its channel failed: exited, or too stuck to read. Either way it is no use now,
+            # and must not be left running beside the one started in its place.
+            self._process.kill()
+            code = self._process.wait(_REPORT_TIMEOUT_SECONDS)  # a SIGKILL is not ignored
+            log.warning("%s (exit code %s); starting another", why, code)
 
 
 class TryChannels:
@@ -315,14 +367,20 @@ def _slot_server() -> ForkServer:
 
 
 def start_python_task(
-    fileloc: str, dag: DAG, task: Task, details: p.TaskDetails | None = None, reuse: int = 1
+    fileloc: str,
+    dag: DAG,
+    task: Task,
+    details: p.TaskDetails | None = None,
+    reuse: int = 1,
+    timeout_seconds: float = DEFAULT_START_TIMEOUT_SECONDS,
 ) -> TaskProcess:
     """Start the task process of ``task``: from the fork server if this process uses one.
 
     ``details``: the handshake's reply, if the supervisor has it now (the task skips asking).
     ``reuse``: TRADEWIND_TASK_PROCESS_REUSE, the tries one task process may run (fork server
     only): above 1, the try goes to the idle task process if one waits
-    (``worker/fork_server/warm.py``).
+    (``worker/fork_server/warm.py``). ``timeout_seconds``: how long the hand-over may take
+    (TRADEWIND_TASK_START_TIMEOUT_SECONDS), past which ``HandOverTimeout``.
     """
     if not _enabled:
         return fork_python_task(task_body(dag, task, details))
@@ -332,22 +390,32 @@ def start_python_task(
         start = p.StartTaskProcess(
             fileloc=fileloc, dag_id=dag.dag_id, task_id=task.task_id, details=details
         )
-        started = _start_warm(warm, start, reuse)
+        started = _start_warm(warm, start, reuse, timeout_seconds)
         if started is not None:
             return started
-    for _attempt in range(2):
+    for _attempt in range(2):  # each bounded by the timeout: twice the timeout at most
         try:
-            return _slot_server().start(fileloc, dag.dag_id, task.task_id, details, reuse > 1)
+            server = _slot_server()
+            return server.start(
+                fileloc, dag.dag_id, task.task_id, details, reuse > 1, timeout_seconds
+            )
         except ForkServerGone:
             continue  # started again once: a server killed between two tries is no failure
     raise ForkServerError("the fork server exited twice in a row: see the worker's log")
 
 
-def _start_warm(warm: WarmProcess, start: p.StartTaskProcess, reuse: int) -> TaskProcess | None:
+def _start_warm(
+    warm: WarmProcess, start: p.StartTaskProcess, reuse: int, timeout_seconds: float
+) -> TaskProcess | None:
     """The try started in the idle task process ``warm``; None if it died meanwhile."""
     start.then_wait = next_start(warm, reuse)
+    try:
+        packet = p.start_packet(start)
+    except p.ProtocolError as error:
+        warm.close()
+        raise ForkServerError(str(error)) from None
     channels = TryChannels()
-    sent = start_in(warm, start, channels.far_ends)
+    sent = start_in(warm, packet, channels.far_ends, timeout_seconds)
     channels.close_far_ends()
     if not sent:
         channels.close_near_ends()

@@ -23,6 +23,12 @@ server learns nothing of them, and reports its exit once, after its last.
 
 It exits when the supervisor closes the channel or dies, and kills what is left of its task
 processes then: they must not outlive the supervisor that records them.
+
+It is the subreaper of its task processes' descendants (each task process is the subreaper of
+its own while it runs): what a try left behind (a ``setsid`` grandchild, a daemon) becomes the
+server's child when its task process exits, and the server kills it then, with everything under
+it (``_end_leftovers``). Its children are so its spare, its task processes still running, and
+nothing else for longer than a SIGCHLD takes.
 """
 
 from __future__ import annotations
@@ -41,12 +47,15 @@ from typing import NoReturn
 
 from worker import wire as p
 from worker.dags import preload
-from worker.fork_server.client import MAX_PACKET_BYTES, PARENT_PID_ENV
+from worker.fork_server.client import PARENT_PID_ENV
 from worker.process import (
     COMMS_FD_ENV,
     PR_SET_PDEATHSIG,
     PRCTL,
+    become_subreaper,
+    children_of,
     exit_task_process,
+    kill_tree,
     prepare_task_process,
 )
 from worker.task_runner.warm_loop import receive_start, run_try, serve_tries
@@ -85,13 +94,13 @@ class ForkServerLoop:
                         serving = serving and self._report_exits()
                     else:
                         serving = serving and self._on_message()
-        for pid in self._taken:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+        # Its task processes, what their tries left, and the spare: nothing outlives it.
+        for pid in children_of(os.getpid()):
+            kill_tree(pid)
 
     def _on_message(self) -> bool:
         try:
-            packet = self._control.recv(MAX_PACKET_BYTES)
+            packet, _fds = p.receive_packet(self._control)
         except ConnectionError:
             return False
         if not packet:
@@ -114,7 +123,7 @@ class ForkServerLoop:
         """Fork a spare and send its channel to the supervisor; False once that is gone."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            pid = self._fork_spare(theirs)
+            pid = self._fork_spare(theirs, ours)
         except OSError as error:  # fork refused (no memory, too many processes)
             ours.close()
             theirs.close()
@@ -122,21 +131,22 @@ class ForkServerLoop:
         theirs.close()
         self._spare = pid
         try:
-            socket.send_fds(
-                self._control, [p.SpareReady(pid=pid).model_dump_json().encode()], [ours.fileno()]
-            )
+            socket.send_fds(self._control, [p.packet(p.SpareReady(pid=pid))], [ours.fileno()])
         except OSError:
             return False
         finally:
             ours.close()  # the supervisor holds it now: the spare's one way in
         return True
 
-    def _fork_spare(self, channel: socket.socket) -> int:
+    def _fork_spare(self, channel: socket.socket, supervisor_end: socket.socket) -> int:
         # Frozen objects are never scanned by the child's collector, so it does not touch (and
         # copy) this process's pages; unfrozen at once so the server's own garbage is freed.
         gc.freeze()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child, measured by the tests' outcomes
+            # The supervisor's end of its own channel closed here: else a spare the supervisor
+            # lets go never sees its channel close, and waits for ever.
+            supervisor_end.close()
             _spare_main(channel, self._in_child)
         gc.unfreeze()
         # Its own process group from now on, whichever of the two calls runs first: the pool
@@ -157,6 +167,7 @@ class ForkServerLoop:
             except ChildProcessError:
                 return True
             if pid == 0:
+                self._end_leftovers()
                 return True
             code = os.waitstatus_to_exitcode(status)
             if pid in self._taken:
@@ -171,9 +182,19 @@ class ForkServerLoop:
                 while len(self._early_exits) > _EARLY_EXITS_KEPT:
                     del self._early_exits[next(iter(self._early_exits))]
 
+    def _end_leftovers(self) -> None:
+        """Kill what exited task processes left: every child that is neither the spare nor a
+        task process still running, with all under it. It was its task process's child, or
+        its descendant's, orphaned to this server when that process exited, so its try is over
+        (a running try's orphans are its own task process's)."""
+        keep = self._taken | {self._spare}
+        for child in children_of(os.getpid()):
+            if child not in keep:
+                kill_tree(child)
+
     def _send(self, message: p.SpareReady | p.TaskProcessExited | p.ErrorResponse) -> bool:
         try:
-            self._control.send(message.model_dump_json().encode())
+            self._control.send(p.packet(message))
         except OSError:  # the supervisor is gone
             return False
         return True
@@ -223,6 +244,7 @@ def _die_with(parent: int) -> None:
 def main() -> None:
     control = socket.socket(fileno=int(os.environ.pop(COMMS_FD_ENV)))
     _die_with(int(os.environ.pop(PARENT_PID_ENV)))
+    become_subreaper()
     # What the server imported is shared by every task process it forks: the children's
     # collector never scans (and so never copies) it.
     gc.freeze()

@@ -30,8 +30,6 @@ from worker.slots import PerSlot
 if TYPE_CHECKING:
     from worker.supervisor.logs import TryLog
 
-_MAX_PACKET_BYTES = 1 << 16
-
 
 @dataclass
 class WarmProcess:
@@ -51,7 +49,7 @@ class WarmProcess:
         if self.channel.fileno() < 0:  # let go already: its try was stopped
             return None
         try:
-            packet = self.channel.recv(_MAX_PACKET_BYTES, socket.MSG_DONTWAIT)
+            packet, _fds = p.receive_packet(self.channel, flags=socket.MSG_DONTWAIT)
         except (BlockingIOError, ConnectionError):
             return None
         if not packet:
@@ -125,10 +123,13 @@ def next_start(warm: WarmProcess | None, reuse: int) -> bool:
     return tries < reuse
 
 
-def start_in(warm: WarmProcess, start: p.StartTaskProcess, fds: list[int]) -> bool:
-    """Send the next try to the idle process ``warm``; False if it is gone (it died meanwhile)."""
+def start_in(warm: WarmProcess, packet: bytes, fds: list[int], timeout_seconds: float) -> bool:
+    """Send the next try's start ``packet`` to the idle process ``warm``; False if it is gone
+    (it died meanwhile) or took no packet within ``timeout_seconds``."""
     try:
-        socket.send_fds(warm.channel, [start.model_dump_json().encode()], fds)
+        warm.channel.settimeout(max(0.1, timeout_seconds))
+        socket.send_fds(warm.channel, [packet], fds)
+        warm.channel.settimeout(None)
     except OSError:
         warm.close()
         return False

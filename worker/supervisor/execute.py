@@ -115,7 +115,8 @@ def _start_process(
         try:
             details = details_at_start(ctx)
             reuse = 1 if needs_fresh_process(task) else settings.task_process_reuse
-            return start_python_task(held.fileloc, dag, task, details, reuse)
+            timeout = settings.task_start_timeout_seconds
+            return start_python_task(held.fileloc, dag, task, details, reuse, timeout)
         except ForkServerError as error:
             ctx.log.line("supervisor", f"could not start the task: {error}")
             return Failed(f"could not start the task: {error}")

@@ -30,7 +30,6 @@ from pathlib import Path
 from worker import wire as p
 from worker.dags import find_task
 from worker.process import (
-    PRCTL,
     RESET_SIGNALS,
     attach_task_channels,
     set_signal_handler,
@@ -38,13 +37,10 @@ from worker.process import (
 from worker.task_runner import runner
 from worker.task_runner.body import task_body
 
-_MAX_PACKET_BYTES = 1 << 16
-_PR_SET_CHILD_SUBREAPER = 36
-
 
 def receive_start(channel: socket.socket) -> tuple[p.StartTaskProcess | None, list[int]]:
     """The next start and its three descriptors (None: the channel closed, the process exits)."""
-    packet, fds, _flags, _address = socket.recv_fds(channel, _MAX_PACKET_BYTES, 3)
+    packet, fds = p.receive_packet(channel, max_fds=3)
     if not packet:
         return None, fds
     if len(fds) != 3:
@@ -68,8 +64,11 @@ def serve_tries(
     channel: socket.socket, request: p.StartTaskProcess, fds: list[int]
 ) -> tuple[int, list[int]]:
     """Run tries from ``channel`` while each leaves the process fit for the next; returns the
-    exit code of the last and the descriptors still open."""
-    _become_subreaper()
+    exit code of the last and the descriptors still open.
+
+    Every task process is the subreaper of what its tries start (``prepare_task_process``): an
+    orphaned grandchild (a daemon's double fork) is its child, so a try that left one behind is
+    seen to have."""
     before = Surroundings.now()
     while True:
         code = run_try(request, fds)
@@ -162,13 +161,6 @@ def live_children() -> list[int]:
         with contextlib.suppress(OSError):
             children += map(int, (thread / "children").read_text().split())
     return children
-
-
-def _become_subreaper() -> None:
-    """Orphans of this process's tries (a daemon's double fork) become its children, so a try
-    that left one behind is seen to have."""
-    if PRCTL is not None:
-        PRCTL(_PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _fresh_try_state() -> None:

@@ -30,13 +30,16 @@ from worker.wire.fork_server import (
 )
 from worker.wire.framing import (
     MAX_FRAME_BYTES,
+    MAX_PACKET_BYTES,
     FrameBuffer,
     Message,
     PreEncoded,
     ProtocolError,
     encode,
+    packet,
     read_exactly,
     read_frame,
+    receive_packet,
 )
 from worker.wire.helper import (
     FROM_HELPER,
@@ -106,6 +109,7 @@ from worker.wire.warm import (
     StartTaskProcess,
     TaskProcessExiting,
     TaskProcessIdle,
+    start_packet,
 )
 
 __all__ = [
@@ -113,6 +117,7 @@ __all__ = [
     "FROM_HELPER",
     "FROM_WARM_TASK_PROCESS",
     "MAX_FRAME_BYTES",
+    "MAX_PACKET_BYTES",
     "PROTOCOL_VERSION",
     "TO_FORK_SERVER",
     "TO_HELPER",
@@ -186,6 +191,9 @@ __all__ = [
     "XComItem",
     "XComResult",
     "encode",
+    "packet",
     "read_exactly",
     "read_frame",
+    "receive_packet",
+    "start_packet",
 ]

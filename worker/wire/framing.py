@@ -11,19 +11,26 @@ Rules, and why:
   allocation of what a broken peer claims.
 - On a SOCK_SEQPACKET pair (the fork server's channel, a spare's), the packet is the frame: one
   JSON message per packet, with no length, since the kernel keeps the boundaries and a packet can
-  carry file descriptors (SCM_RIGHTS) with its message.
+  carry file descriptors (SCM_RIGHTS) with its message. A packet is at most ``MAX_PACKET_BYTES``,
+  checked by its writer (``packet``: a message that does not fit is never sent, it goes another
+  way) and by its reader (``receive_packet``: one the kernel cut short is a ``ProtocolError``,
+  never half a message parsed). Unbounded, a packet over the reader's buffer was cut, and one
+  over the socket's send buffer (~208 KiB) was refused with EMSGSIZE.
 - This package imports nothing of Tradewind but itself: the task process, the fork server, the
   backend helper and the supervisor all load it, and none of them may pull the others' imports in.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 
 from pydantic import BaseModel, ConfigDict
 
 MAX_FRAME_BYTES = 1 << 30
+#: The largest packet of a SOCK_SEQPACKET channel: what its reader takes in one read.
+MAX_PACKET_BYTES = 1 << 16
 _HEADER = struct.Struct(">I")
 
 
@@ -47,6 +54,30 @@ def encode(message: BaseModel) -> bytes:
     """One length-prefixed frame holding ``message``."""
     body = message.model_dump_json().encode()
     return _HEADER.pack(len(body)) + body
+
+
+def packet(message: BaseModel) -> bytes:
+    """``message`` as one packet of a SOCK_SEQPACKET channel; ProtocolError if it is too large."""
+    body = message.model_dump_json().encode()
+    if len(body) > MAX_PACKET_BYTES:
+        name = type(message).__name__
+        raise ProtocolError(
+            f"a {name} of {len(body)} bytes is over the {MAX_PACKET_BYTES} bytes of a packet"
+        )
+    return body
+
+
+def receive_packet(
+    sock: socket.socket, max_fds: int = 0, flags: int = 0
+) -> tuple[bytes, list[int]]:
+    """The next packet of a SOCK_SEQPACKET socket, and the descriptors sent with it (b"": the
+    peer closed it). ProtocolError for a packet the kernel cut short (its descriptors closed)."""
+    body, fds, got, _address = socket.recv_fds(sock, MAX_PACKET_BYTES, max(max_fds, 1), flags)
+    if got & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+        for fd in fds:
+            os.close(fd)
+        raise ProtocolError(f"a packet over {MAX_PACKET_BYTES} bytes, or descriptors, cut short")
+    return body, fds
 
 
 class PreEncoded:
