@@ -217,13 +217,15 @@ _TRADEWIND_RUNNER = textwrap.dedent("""\
             result = sync_dags(session, folder)
         seconds = time.perf_counter() - began
         dags, errors = result.dags, result.import_errors
+        tasks = sum(len(d.structure["tasks"]) for d in dags.values())
     else:
         began = time.perf_counter()
         bag = DagBag.collect(folder)
         seconds = time.perf_counter() - began
         dags, errors = bag.dags, {k: v[0] for k, v in bag.import_errors.items()}
+        tasks = sum(len(d.tasks) for d in dags.values())
     print(json.dumps({"seconds": seconds, "files": len(dag_files(folder)), "dags": len(dags),
-                      "tasks": sum(len(d.tasks) for d in dags.values()), "errors": errors}))
+                      "tasks": tasks, "errors": errors}))
 """)
 
 

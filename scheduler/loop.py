@@ -20,7 +20,7 @@ from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from broker_config import make_celery_app, publish_many
 from scheduler.asset_runs import create_asset_triggered_runs
-from scheduler.callbacks import LostTry, run_failure_callback
+from scheduler.callbacks import LostTry, failure_callback_in_child
 from scheduler.dag_sync import sync_dags
 from scheduler.run_watch import RunWatch
 from scheduler.timed_runs import create_due_runs, due_dags
@@ -48,7 +48,7 @@ from state.engine import (
     waits_on_past,
 )
 from state.records import purge_expired_states
-from tradewind.dag import DAG
+from tradewind.dag_processor import ProcessorLimits, StoredDag
 from tradewind.loader import dag_files
 from tradewind.settings import Settings
 
@@ -68,8 +68,8 @@ class LoopStats:
 class Scheduler:
     settings: Settings
     app: Celery | None = None
-    #: The DAGs as this process parsed them at its last sync (their callbacks run here).
-    dags: dict[str, DAG] = field(default_factory=dict)
+    #: The DAGs as the last sync parsed them (their files, for the callbacks run here).
+    dags: dict[str, StoredDag] = field(default_factory=dict)
     _files_seen: dict[str, float] = field(default_factory=dict)
     _watch: RunWatch = field(default_factory=RunWatch)
     # An outage is one line when it starts and one when it ends, not one per loop.
@@ -235,8 +235,11 @@ class Scheduler:
         self._run_callbacks(failed)
 
     def _run_callbacks(self, failed: list[LostTry]) -> None:
+        limits = ProcessorLimits.of(self.settings)
         for lost in failed:
-            run_failure_callback(self.dags, lost)
+            parsed = self.dags.get(lost.dag_id)
+            if parsed is not None:
+                failure_callback_in_child(parsed.fileloc, lost, limits)
 
 
 def _lost(ti: TaskInstance, error: str) -> LostTry:
