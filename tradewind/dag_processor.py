@@ -166,7 +166,7 @@ def call_in_child(
             f"did not end within {limits.timeout_seconds:g} s "
             "(TRADEWIND_DAG_FILE_PROCESSOR_TIMEOUT): killed"
         )
-    return None if process.exitcode == 0 else _death_line(process.exitcode)
+    return None if process.exitcode == 0 else _death_line(process.exitcode, "the DAG code")
 
 
 def _context() -> Any:
@@ -307,11 +307,11 @@ class _Child:
         self.conn.close()
 
 
-def _death_line(code: int | None) -> str:
+def _death_line(code: int | None, what: str = "the file's import") -> str:
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        return f"the file's import crashed the process it ran in (signal {-code}, {name})"
-    return f"the file's import ended the process it ran in (exit code {code})"
+        return f"{what} crashed the process it ran in (signal {-code}, {name})"
+    return f"{what} ended the process it ran in (exit code {code})"
 
 
 def _enter_child(environ: dict[str, str], memory_mb: int, own_group: bool = True) -> None:
