@@ -9,10 +9,11 @@ file in a child process first (``parse_files``), with a deadline
 error, one line naming the cause, and the next file goes on in a fresh child.
 
 A child sends back what the store keeps of each DAG (its structure and version hash), not the
-DAG object: the scheduler needs no DAG code in its own process. Children come from a
-``multiprocessing`` fork server, so a new one starts in milliseconds, and several import files
-at once (``TRADEWIND_DAG_FILE_PROCESSOR_PROCESSES``); each imports files one after another
-until its pass ends or it dies.
+DAG object: the scheduler needs no DAG code in its own process. A child is a fresh interpreter
+(``python -m tradewind.dag_processor``: no fork of a threaded process, no copy of the parent's
+state, the parent's environment as it is now); several import files at once
+(``TRADEWIND_DAG_FILE_PROCESSOR_PROCESSES``), each file after file until its pass ends or it
+dies, so a pass pays for a few interpreters' start, not one per file.
 
 Lives in ``tradewind/`` beside the loader it runs, because the scheduler, the worker and the
 CLI all use it and none of them may import the others (docs/code-map.md).
@@ -21,7 +22,6 @@ CLI all use it and none of them may import the others (docs/code-map.md).
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import pickle
 import resource
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from tradewind.loader import dag_files, load_parsed_dags, one_line_error
-from tradewind.settings import Settings, get_settings, reload_settings
+from tradewind.settings import Settings, get_settings
 from tradewind.spellings import noting_spellings, spelling_line
 
 #: How long a child that was told to stop may take before it is killed.
@@ -147,69 +147,21 @@ def call_in_child(
     function: Callable[..., object], args: tuple[Any, ...], limits: ProcessorLimits
 ) -> str | None:
     """Run ``function(*args)`` (code of a DAG file) in a child process within the limits; the
-    one line saying why it did not end, or None when it ended (its own errors are its own)."""
-    context = _context()
-    process = context.Process(
-        target=_call_main,
-        args=(function, args, dict(os.environ), limits.memory_mb),
-        name="tradewind-dag-code",
-        daemon=True,
-    )
-    process.start()
-    process.join(limits.timeout_seconds)
-    if process.exitcode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.kill()
-        process.join(_STOP_GRACE_SECONDS)
-        return (
-            f"did not end within {limits.timeout_seconds:g} s "
-            "(TRADEWIND_DAG_FILE_PROCESSOR_TIMEOUT): killed"
-        )
-    return None if process.exitcode == 0 else _death_line(process.exitcode, "the DAG code")
-
-
-def _context() -> Any:
-    context = multiprocessing.get_context("forkserver")
-    # The fork server imports this module once; each child is a fork of it, ready at once.
-    context.set_forkserver_preload([__name__])
-    return context
-
-
-def import_error_in_subprocess(path: Path, limits: ProcessorLimits) -> str | None:
-    """The one-line import error of ``path``, imported in a fresh interpreter (None: it imports).
-
-    For a process whose children must not inherit a ``multiprocessing`` fork server (the
-    worker's fork server, whose every fork is a task process): a plain child, reaped here.
-    """
-    command = [sys.executable, "-m", __name__, str(path), str(limits.memory_mb)]
-    child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+    one line saying why it did not end, or None when it ended (its own errors are its own).
+    ``function`` must be importable by name (a module's function)."""
+    child = _Child.start("call", limits.memory_mb)
     try:
-        out, _ = child.communicate(timeout=limits.timeout_seconds)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        return _timeout_line(limits.timeout_seconds)
-    said = out.decode(errors="replace").strip().splitlines()
-    if child.returncode == 0:
-        return said[-1] if said and said[-1] != _IMPORTS else None
-    return _death_line(child.returncode)
-
-
-_IMPORTS = "imports"
-
-
-def main() -> None:
-    """``python -m tradewind.dag_processor PATH MEMORY_MB``: print the file's one-line import
-    error, or ``imports``, as the last line (what the file prints comes before)."""
-    path, memory_mb = Path(sys.argv[1]), int(sys.argv[2])
-    _enter_child(dict(os.environ), memory_mb, own_group=False)
-    result = _import(path, memory_mb)
-    print(result.error[0] if result.error else _IMPORTS, flush=True)
-    os._exit(0)
+        child.requests.send((function, args))
+        if not child.results.poll(limits.timeout_seconds):
+            child.kill()
+            return (
+                f"did not end within {limits.timeout_seconds:g} s "
+                "(TRADEWIND_DAG_FILE_PROCESSOR_TIMEOUT): killed"
+            )
+        code = child.process.wait()
+    finally:
+        child.stop()
+    return None if code == 0 else _death_line(code, "the DAG code")
 
 
 def _timeout_line(timeout_seconds: float) -> str:
@@ -223,7 +175,7 @@ def _hand_out(todo: deque[str], children: list[_Child], limits: ProcessorLimits)
     children[:] = [child for child in children if child.alive]
     busy = sum(child.path is not None for child in children)
     while len(children) < min(limits.processes, busy + len(todo)):
-        children.append(_Child.start(limits))
+        children.append(_Child.start("serve", limits.memory_mb))
     for child in children:
         if child.path is None and todo:
             child.send(todo.popleft(), limits.timeout_seconds)
@@ -233,10 +185,10 @@ def _collect(children: list[_Child], limits: ProcessorLimits) -> list[FileParse]
     """Wait for the first answer or deadline; the files that ended meanwhile."""
     busy = [child for child in children if child.path is not None]
     nearest = min(child.deadline for child in busy)
-    ready = set(wait([child.conn for child in busy], max(0.0, nearest - time.monotonic())))
+    ready = set(wait([child.results for child in busy], max(0.0, nearest - time.monotonic())))
     results: list[FileParse] = []
     for child in busy:
-        if child.conn in ready:
+        if child.results in ready:
             results.append(child.receive())
         elif time.monotonic() >= child.deadline:
             results.append(child.time_out(limits.timeout_seconds))
@@ -244,43 +196,57 @@ def _collect(children: list[_Child], limits: ProcessorLimits) -> list[FileParse]
 
 
 class _Child:
-    """One child process importing the files it is sent, one at a time."""
+    """One child interpreter importing the files it is sent, one at a time.
 
-    def __init__(self, process: Any, conn: Connection) -> None:
+    Requests and results travel on two pipes of their own (pickled, ``multiprocessing``'s
+    framing): the child's stdout is the parent's stderr, so what a DAG file prints never mixes
+    with an answer, nor with a command's output.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], requests: Connection, results: Connection):
         self.process = process
-        self.conn = conn
+        self.requests = requests
+        self.results = results
         self.path: str | None = None  # the file it imports now
         self.deadline = 0.0
         self.alive = True
 
     @classmethod
-    def start(cls, limits: ProcessorLimits) -> _Child:
-        context = _context()
-        ours, theirs = context.Pipe()
-        # The fork server's environment is the one it started with: the child takes ours.
-        process = context.Process(
-            target=_child_main,
-            args=(theirs, dict(os.environ), limits.memory_mb),
-            name="tradewind-dag-processor",
-            daemon=True,
+    def start(cls, mode: str, memory_mb: int) -> _Child:
+        request_read, request_write = os.pipe()
+        result_read, result_write = os.pipe()
+        command = [sys.executable, "-m", __name__, mode, str(request_read), str(result_write)]
+        try:
+            process = subprocess.Popen(
+                [*command, str(memory_mb)],
+                pass_fds=(request_read, result_write),
+                stdin=subprocess.DEVNULL,
+                stdout=2,
+                # Its own process group: whatever the file starts is killed with it.
+                start_new_session=True,
+            )
+        finally:
+            os.close(request_read)  # the child's ends: its death is an EOF on ours
+            os.close(result_write)
+        return cls(
+            process,
+            Connection(request_write, readable=False),
+            Connection(result_read, writable=False),
         )
-        process.start()
-        theirs.close()  # so that the child's death is an EOF on ours
-        return cls(process, ours)
 
     def send(self, path: str, timeout_seconds: float) -> None:
         self.path, self.deadline = path, time.monotonic() + timeout_seconds
         with contextlib.suppress(OSError):  # it died already: the receive says how
-            self.conn.send(path)
+            self.requests.send(path)
 
     def receive(self) -> FileParse:
         path, self.path = self.path or "", None
         try:
-            result: FileParse = self.conn.recv()
+            result: FileParse = self.results.recv()
         except (EOFError, OSError):
             self.alive = False
-            self.process.join(_STOP_GRACE_SECONDS)
-            return FileParse(path, error=(_death_line(self.process.exitcode), ""))
+            code = self.process.wait(_STOP_GRACE_SECONDS)
+            return FileParse(path, error=(_death_line(code), ""))
         return result
 
     def time_out(self, timeout_seconds: float) -> FileParse:
@@ -290,21 +256,20 @@ class _Child:
 
     def kill(self) -> None:
         self.alive = False
-        # Its own process group: whatever the file started goes with it.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.kill()
-        self.process.join(_STOP_GRACE_SECONDS)
-        self.conn.close()
+        self.process.wait(_STOP_GRACE_SECONDS)
 
     def stop(self) -> None:
         if self.alive and self.path is None:
             with contextlib.suppress(OSError):
-                self.conn.send(None)
-            self.process.join(_STOP_GRACE_SECONDS)
-        if self.process.is_alive() or self.path is not None:
+                self.requests.send(None)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(_STOP_GRACE_SECONDS)
+        if self.process.poll() is None:
             self.kill()
-        self.conn.close()
+        self.requests.close()
+        self.results.close()
 
 
 def _death_line(code: int | None, what: str = "the file's import") -> str:
@@ -314,38 +279,35 @@ def _death_line(code: int | None, what: str = "the file's import") -> str:
     return f"{what} ended the process it ran in (exit code {code})"
 
 
-def _enter_child(environ: dict[str, str], memory_mb: int, own_group: bool = True) -> None:
-    """Set up a child: its own process group, the parent's environment, the memory limit."""
-    if own_group:
-        os.setpgid(0, 0)
-    os.environ.clear()
-    os.environ.update(environ)
-    reload_settings()
+def main() -> None:
+    """``python -m tradewind.dag_processor serve|call REQUESTS_FD RESULTS_FD MEMORY_MB``: a child.
+
+    ``serve`` imports each path received and sends back its ``FileParse`` until it receives
+    None; ``call`` runs the one ``(function, args)`` it receives.
+    """
+    mode, request_fd, result_fd, memory_mb = sys.argv[1], *map(int, sys.argv[2:5])
     if memory_mb:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-def _call_main(
-    function: Callable[..., object], args: tuple[Any, ...], environ: dict[str, str], memory_mb: int
-) -> None:
-    _enter_child(environ, memory_mb)
-    function(*args)
-    os._exit(0)  # threads the code left running must not keep the child alive
-
-
-def _child_main(conn: Connection, environ: dict[str, str], memory_mb: int) -> None:
-    """Import each path received, send back its parse; exit on ``None`` (never returns)."""
-    _enter_child(environ, memory_mb)
-    while (path := conn.recv()) is not None:
-        result = _import(Path(path), memory_mb)
-        try:
-            conn.send(result)
-        except (pickle.PicklingError, TypeError, AttributeError) as error:
-            line = f"a DAG of the file cannot be sent to the scheduler: {one_line_error(error)}"
-            conn.send(FileParse(result.path, error=(line, "")))
+    requests = Connection(request_fd, writable=False)
+    results = Connection(result_fd, readable=False)
+    if mode == "call":
+        function, args = requests.recv()
+        function(*args)
+    else:
+        while (path := requests.recv()) is not None:
+            _send(results, _import(Path(path), memory_mb))
+    sys.stdout.flush()
     # Threads a DAG file left running must not keep the child alive.
     os._exit(0)
+
+
+def _send(results: Connection, result: FileParse) -> None:
+    try:
+        results.send(result)
+    except (pickle.PicklingError, TypeError, AttributeError) as error:
+        line = f"a DAG of the file cannot be sent to the scheduler: {one_line_error(error)}"
+        results.send(FileParse(result.path, error=(line, "")))
 
 
 def _import(path: Path, memory_mb: int) -> FileParse:
@@ -375,4 +337,7 @@ def _import(path: Path, memory_mb: int) -> FileParse:
 
 
 if __name__ == "__main__":
-    main()
+    # Run under this module's own name, so that what it pickles is ``tradewind.dag_processor``'s.
+    from tradewind.dag_processor import main as _main
+
+    _main()

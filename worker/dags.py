@@ -9,8 +9,7 @@ exits, crashes, hangs or eats memory there fails the try that asks for it, with 
 the cause, and never reaches the Celery worker or the fork server with the other slots' tries.
 The check runs outside the lock below, so a file that hangs holds no other slot; in a task
 process, a file that changed since its fork is imported there, under the try's
-``execution_timeout``. The supervisor checks in a ``multiprocessing`` child; the fork server in
-a plain subprocess, since every process it forks must start without a fork server of its own.
+``execution_timeout``.
 
 One file at a time per process: a DAG file's import collects its tasks into module-level
 stacks of the authoring API (``tradewind/dag_context.py``), and two supervisor threads importing
@@ -22,18 +21,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from tradewind.dag import DAG
-from tradewind.dag_processor import ProcessorLimits, import_error_in_subprocess, parse_file
+from tradewind.dag_processor import ProcessorLimits, parse_file
 from tradewind.exceptions import TaskNotFound
 from tradewind.loader import load_dag_file, one_line_error
 from tradewind.settings import get_settings
 from tradewind.task import Task
-
-#: How a file's import is tried in a child: its one-line error, or None when it imports.
-Check = Callable[[Path], "str | None"]
 
 _CACHE: dict[str, tuple[float, dict[str, DAG]]] = {}
 #: Per file, the version that last imported in a child.
@@ -49,11 +44,11 @@ def preload(fileloc: str) -> None:
     """Load ``fileloc`` now if it is not loaded as it is on disk (a file that fails is skipped:
     the try that asks for it reports the error)."""
     with contextlib.suppress(TaskNotFound):
-        _dags_in(fileloc, _check_in_subprocess)
+        _dags_in(fileloc)
 
 
 def find_task(fileloc: str, dag_id: str, task_id: str) -> tuple[DAG, Task]:
-    dags = _dags_in(fileloc, _check_in_child)
+    dags = _dags_in(fileloc)
     if dag_id not in dags:
         raise TaskNotFound(f"DAG {dag_id!r} is not in {fileloc} on this worker")
     dag = dags[dag_id]
@@ -62,16 +57,7 @@ def find_task(fileloc: str, dag_id: str, task_id: str) -> tuple[DAG, Task]:
     return dag, dag.tasks[task_id]
 
 
-def _check_in_child(path: Path) -> str | None:
-    result = parse_file(path, ProcessorLimits.of(get_settings()))
-    return result.error[0] if result.error else None
-
-
-def _check_in_subprocess(path: Path) -> str | None:
-    return import_error_in_subprocess(path, ProcessorLimits.of(get_settings()))
-
-
-def _dags_in(fileloc: str, check: Check) -> dict[str, DAG]:
+def _dags_in(fileloc: str) -> dict[str, DAG]:
     path = Path(fileloc)
     try:
         mtime = path.stat().st_mtime
@@ -82,7 +68,7 @@ def _dags_in(fileloc: str, check: Check) -> dict[str, DAG]:
         return cached[1]
     if _CHECKED.get(fileloc) != mtime:
         # Outside the lock: a file that hangs here holds no other slot's try.
-        error = _checked(fileloc, path, mtime, check)
+        error = _checked(fileloc, path, mtime)
         if error is not None:
             raise TaskNotFound(f"DAG file {fileloc} does not import: {error}")
         _CHECKED[fileloc] = mtime
@@ -93,13 +79,14 @@ def _dags_in(fileloc: str, check: Check) -> dict[str, DAG]:
         return _load(path, fileloc, mtime)
 
 
-def _checked(fileloc: str, path: Path, mtime: float, check: Check) -> str | None:
+def _checked(fileloc: str, path: Path, mtime: float) -> str | None:
     """The file's import error in a child (None: it imports), a recent failure taken as is."""
     failed = _FAILED.get(fileloc)
     kept_seconds = get_settings().dag_file_processor_timeout
     if failed is not None and failed[0] == mtime and time.monotonic() - failed[2] < kept_seconds:
         return failed[1]
-    error = check(path)
+    result = parse_file(path, ProcessorLimits.of(get_settings()))
+    error = result.error[0] if result.error else None
     if error is not None:
         _FAILED[fileloc] = (mtime, error, time.monotonic())
     return error

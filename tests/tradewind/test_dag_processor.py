@@ -13,7 +13,6 @@ from tradewind.dag_processor import (
     DagFolder,
     ProcessorLimits,
     call_in_child,
-    import_error_in_subprocess,
     parse_files,
 )
 from tradewind.loader import load_parsed_dags
@@ -39,15 +38,16 @@ BAD = {
         "import ctypes\nctypes.string_at(0)\n",
         "crashed the process it ran in (signal 11, SIGSEGV)",
     ),
-    "loops.py": ("while True:\n    pass\n", "did not finish importing within 2 s"),
-    "sleeps.py": ("import time\ntime.sleep(10**6)\n", "did not finish importing within 2 s"),
+    "loops.py": ("while True:\n    pass\n", "did not finish importing within 8 s"),
+    "sleeps.py": ("import time\ntime.sleep(10**6)\n", "did not finish importing within 8 s"),
     "eats_memory.py": (
         "held = bytearray(1024 * 1024 * 1024)\n",
         "MemoryError: the import used more than 512 MiB",
     ),
     "sys_exit.py": ("import sys\nsys.exit(4)\n", "SystemExit: 4"),
 }
-LIMITS = ProcessorLimits(timeout_seconds=2.0, memory_mb=512, processes=2)
+#: Generous for a loaded machine: a child's interpreter starts within the first file's time.
+LIMITS = ProcessorLimits(timeout_seconds=8.0, memory_mb=512, processes=2)
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -107,7 +107,7 @@ def test_one_child_crashing_never_stops_the_files_after_it(tmp_path: Path) -> No
 def test_a_file_sees_the_environment_of_the_process_that_parses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The children fork from a server started earlier: they take the caller's environment."""
+    """A child takes the caller's environment as it is at the parse."""
     path = write(
         tmp_path,
         "env.py",
@@ -131,26 +131,20 @@ def test_a_dag_id_defined_twice_refuses_the_later_file(tmp_path: Path) -> None:
     assert "DAG id 'shared' is already defined in" in line
 
 
-@pytest.mark.parametrize("name", sorted(BAD))
-def test_the_subprocess_check_names_the_same_cause(folder: Path, name: str) -> None:
-    error = import_error_in_subprocess(folder / name, LIMITS)
-    assert error is not None and BAD[name][1] in error
-
-
-def test_the_subprocess_check_passes_a_good_file(folder: Path) -> None:
-    assert import_error_in_subprocess(folder / "good_0.py", LIMITS) is None
-
-
 def test_code_called_in_a_child_is_bounded(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
 
-    assert call_in_child(Path.touch, (marker,), LIMITS) is None
+    assert call_in_child(_touch, (marker,), LIMITS) is None
     assert marker.exists()
     assert call_in_child(os._exit, (7,), LIMITS) == (
         "the DAG code ended the process it ran in (exit code 7)"
     )
-    stopped = call_in_child(_sleep_forever, (), LIMITS)
-    assert stopped is not None and "did not end within 2 s" in stopped
+    stopped = call_in_child(_sleep_forever, (), LIMITS)  # a module's function: by name
+    assert stopped is not None and "did not end within 8 s" in stopped
+
+
+def _touch(path: Path) -> None:
+    path.touch()
 
 
 def _sleep_forever() -> None:
