@@ -11,10 +11,10 @@ its folder in a fresh subprocess, several times, and reports files/s (the median
   again with each DAG serialized the way the DAG processor stores it
   (``DagSerialization.to_dict``), as the ``+ serialize`` row.
 - Tradewind: ``DagBag.collect`` (``tradewind/loader.py``, what each child process of the
-  scheduler's sync and ``dags list`` runs): imports each file, builds and validates the DAGs and computes each one's structure and
-  version hash (its serialization). The ``sync_dags`` row is the scheduler's whole sync into a
-  fresh in-memory SQLite store: the same parse, each file in a child process
-  (``tradewind/dag_processor.py``), then every DAG's row written.
+  scheduler's sync and ``dags list`` runs): imports each file, builds and validates the DAGs
+  and computes each one's structure and version hash (its serialization). The ``sync_dags``
+  row is the scheduler's whole sync into a fresh in-memory SQLite store: the same parse, each
+  file in a child process (``tradewind/dag_processor.py``), then every DAG's row written.
 
 A third folder holds classic-operator files (``bench/dag_parse_classic.py``: ``from airflow
 import DAG``, the standard provider's operators, ``default_args`` with email flags), parsed as
