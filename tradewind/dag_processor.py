@@ -244,8 +244,12 @@ class _Child:
         try:
             result: FileParse = self.results.recv()
         except (EOFError, OSError):
+            try:
+                code = self.process.wait(_STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:  # it closed its end and lives on: ended here
+                self.kill()
+                code = self.process.returncode
             self.alive = False
-            code = self.process.wait(_STOP_GRACE_SECONDS)
             return FileParse(path, error=(_death_line(code), ""))
         return result
 
@@ -258,7 +262,8 @@ class _Child:
         self.alive = False
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(_STOP_GRACE_SECONDS)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # stuck in the kernel: left to init
+            self.process.wait(_STOP_GRACE_SECONDS)
 
     def stop(self) -> None:
         if self.alive and self.path is None:
