@@ -22,6 +22,7 @@ CLI all use it and none of them may import the others (docs/code-map.md).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import pickle
 import resource
@@ -291,6 +292,7 @@ def main() -> None:
     None; ``call`` runs the one ``(function, args)`` it receives.
     """
     mode, request_fd, result_fd, memory_mb = sys.argv[1], *map(int, sys.argv[2:5])
+    _die_with_parent()
     if memory_mb:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -305,6 +307,19 @@ def main() -> None:
     sys.stdout.flush()
     # Threads a DAG file left running must not keep the child alive.
     os._exit(0)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL when the process that started this one dies: a file hanging here (``while True``)
+    must not outlive a scheduler or a worker killed meanwhile."""
+    parent = os.getppid()
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(0)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _send(results: Connection, result: FileParse) -> None:

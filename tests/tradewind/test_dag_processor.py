@@ -4,7 +4,10 @@ crashes, hangs or eats memory is its one-line import error, and the other files 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +154,34 @@ def _sleep_forever() -> None:
     import time
 
     time.sleep(10**6)
+
+
+def test_a_child_dies_with_the_process_that_started_it(folder: Path) -> None:
+    """A scheduler killed while a file hangs in its child leaves no child burning a core."""
+    script = (
+        "import sys; from pathlib import Path; "
+        "from tradewind.dag_processor import ProcessorLimits, parse_files; "
+        "parse_files([Path(sys.argv[1])], ProcessorLimits(600.0, 0, 1))"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script, str(folder / "loops.py")])
+    try:
+        children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
+        deadline = time.monotonic() + 60
+        while not children.read_text().split() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [child] = [int(pid) for pid in children.read_text().split()]
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
