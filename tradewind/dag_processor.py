@@ -219,7 +219,7 @@ class _Child:
         command = [sys.executable, "-m", __name__, mode, str(request_read), str(result_write)]
         try:
             process = subprocess.Popen(
-                [*command, str(memory_mb)],
+                [*command, str(memory_mb), str(os.getpid())],
                 pass_fds=(request_read, result_write),
                 stdin=subprocess.DEVNULL,
                 stdout=2,
@@ -286,13 +286,13 @@ def _death_line(code: int | None, what: str = "the file's import") -> str:
 
 
 def main() -> None:
-    """``python -m tradewind.dag_processor serve|call REQUESTS_FD RESULTS_FD MEMORY_MB``: a child.
+    """``python -m tradewind.dag_processor serve|call REQUESTS_FD RESULTS_FD MEMORY_MB PARENT``.
 
     ``serve`` imports each path received and sends back its ``FileParse`` until it receives
     None; ``call`` runs the one ``(function, args)`` it receives.
     """
-    mode, request_fd, result_fd, memory_mb = sys.argv[1], *map(int, sys.argv[2:5])
-    _die_with_parent()
+    mode, request_fd, result_fd, memory_mb, parent = sys.argv[1], *map(int, sys.argv[2:6])
+    _die_with(parent)
     if memory_mb:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -309,10 +309,9 @@ def main() -> None:
     os._exit(0)
 
 
-def _die_with_parent() -> None:
+def _die_with(parent: int) -> None:
     """SIGKILL when the process that started this one dies: a file hanging here (``while True``)
     must not outlive a scheduler or a worker killed meanwhile."""
-    parent = os.getppid()
     if sys.platform == "linux":
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before prctl took effect
