@@ -3,7 +3,8 @@
 For each file: does it load, which DAGs it defines, the Airflow 2 spellings it used (accepted,
 each with Airflow 3's), or the one line saying what was refused and why. A team reads it before
 switching; it exits 1 while a file is refused, so it can gate a folder in CI. It needs no store
-and no broker: it only imports the files, as the scheduler would.
+and no broker: it only imports the files, each in a child process as the scheduler does, so a
+file that exits, crashes or hangs is refused with its cause and the report goes on.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from rich.text import Text
 from cli.common import settings_or_exit
 from cli.render import make_console
 from tradewind.airflow_paths import airflow_installed
-from tradewind.loader import DagBag, dag_files
+from tradewind.dag_processor import DagFolder
+from tradewind.loader import dag_files
 from tradewind.settings import Settings
 
 
@@ -29,9 +31,7 @@ def check(
     """Per DAG file: loads, loads with Airflow 2 spellings (and what to write), or refused (why)."""
     settings = settings_or_exit()
     folder = settings.resolved_dags_folder
-    bag = DagBag(folder)
-    for path in sorted(dag_files(folder)):
-        bag.add_file(path)
+    bag = DagFolder.parse(folder)
     files = [file_report(bag, path) for path in sorted(dag_files(folder))]
     refused = sum(report["status"] == "refused" for report in files)
     if as_json:
@@ -43,7 +43,7 @@ def check(
         raise typer.Exit(1)
 
 
-def file_report(bag: DagBag, path: Path) -> dict[str, Any]:
+def file_report(bag: DagFolder, path: Path) -> dict[str, Any]:
     key = str(path)
     error = bag.import_errors.get(key)
     spellings = bag.spellings.get(key, [])

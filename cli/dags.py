@@ -26,8 +26,8 @@ from cli.watch import WatchAborted, watch_run
 from state.core import DagStructure, parse_structure, session_scope, structures_of
 from state.engine import RunExists, UnknownDag, create_run
 from state.views import all_dags, all_import_errors
+from tradewind.dag_processor import DagFolder
 from tradewind.ids import InvalidId
-from tradewind.loader import DagBag
 from tradewind.settings import Settings
 
 app = typer.Typer(help="List, show, trigger, test and pause DAGs.", no_args_is_help=True)
@@ -55,7 +55,10 @@ class GraphFormat(StrEnum):
 
 @app.command("list")
 def list_dags(as_json: JsonFlag = False) -> None:
-    """Parse the DAGs folder into the store and list its DAGs and the files that fail to import."""
+    """Parse the DAGs folder into the store and list its DAGs and the files that fail to import.
+
+    Each file is imported in a child process: one that exits, crashes or hangs is listed with
+    its error, and the others are listed all the same."""
     settings = settings_or_exit()
     url = open_store(settings)
     sync_folder(settings, url)
@@ -94,11 +97,12 @@ def show(
 
 
 def parsed_structure(settings: Settings, dag_id: str) -> DagStructure:
-    """The structure of ``dag_id`` parsed from the DAGs folder (no store needed)."""
+    """The structure of ``dag_id`` parsed from the DAGs folder (no store needed), each file
+    imported in a child process (``tradewind/dag_processor.py``)."""
     folder = settings.resolved_dags_folder
-    bag = DagBag.collect(folder)
+    bag = DagFolder.parse(folder)
     if dag_id in bag.dags:
-        return parse_structure(bag.dags[dag_id].structure())
+        return parse_structure(bag.dags[dag_id].structure)
     broken = f" ({len(bag.import_errors)} files fail to import)" if bag.import_errors else ""
     fail(f"no DAG named {dag_id!r} in {folder}{broken}: see `tradewind dags list`")
 

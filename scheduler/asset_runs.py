@@ -32,15 +32,14 @@ from state.records import (
     sync_references,
 )
 from tradewind.assets import evaluate, references
-from tradewind.dag import DAG
 
 log = logging.getLogger("tradewind.scheduler")
 
 
-def sync_dag_assets(session: Session, dag: DAG, structure: Mapping[str, Any]) -> None:
-    """Store what ``dag`` waits on, and the assets it names, at its sync.
+def sync_dag_assets(session: Session, dag_id: str, structure: Mapping[str, Any]) -> None:
+    """Store what the DAG ``dag_id`` waits on, and the assets it names, at its sync.
 
-    ``structure`` is the DAG's as the loader built it: building it again costs a parse's worth.
+    ``structure`` is the DAG's as its file's import built it (``tradewind/dag_processor.py``).
     """
     known = [
         OutletEvent(outlet["asset"], outlet.get("name"), outlet.get("group", "asset"))
@@ -48,7 +47,7 @@ def sync_dag_assets(session: Session, dag: DAG, structure: Mapping[str, Any]) ->
         for outlet in task["outlets"]
         if "asset" in outlet
     ]
-    sync_references(session, dag.dag_id, dag.asset_condition, known)
+    sync_references(session, dag_id, structure.get("asset_condition"), known)
 
 
 def create_asset_triggered_runs(url: str, now: dt.datetime | None = None) -> list[str]:

@@ -3,7 +3,9 @@
 When a supervisor is alive the task process runs its own ``on_failure_callback``. When the
 scheduler ends a try instead (its supervisor stopped heartbeating, or its message never
 started), nobody else will: the scheduler runs the callback itself, from the DAG it parsed at
-sync, after the transaction that failed the try has committed. Like the task process, it calls
+sync, after the transaction that failed the try has committed, in a child process that imports
+the DAG's file (``failure_callback_in_child``): neither the file nor the callback runs in the
+scheduler's own process, so neither can stop it. Like the task process, it calls
 the callback for a try that failed for good, not for one that will be retried.
 """
 
@@ -11,10 +13,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn, cast
 
 from tradewind.context import RuntimeTaskInstance, SupervisorClient
 from tradewind.dag import DAG
+from tradewind.dag_processor import ProcessorLimits, call_in_child
+from tradewind.loader import load_dag_file
 
 log = logging.getLogger("tradewind.scheduler")
 
@@ -45,6 +50,25 @@ class _NoSupervisor:
             )
 
         return refuse
+
+
+def failure_callback_in_child(fileloc: str, lost: LostTry, limits: ProcessorLimits) -> None:
+    """Run the try's ``on_failure_callback`` in a child process that imports its DAG file."""
+    failure = call_in_child(_import_and_call, (fileloc, lost), limits)
+    if failure is not None:
+        log.error("failure callback of %s.%s (%s) %s", lost.dag_id, lost.task_id, fileloc, failure)
+
+
+def _import_and_call(fileloc: str, lost: LostTry) -> None:
+    """In the child: import the DAG's file, run the callback."""
+    try:
+        dags = {dag.dag_id: dag for dag in load_dag_file(Path(fileloc))}
+    except (Exception, SystemExit):
+        log.exception(
+            "failure callback of %s.%s: %s does not import", lost.dag_id, lost.task_id, fileloc
+        )
+        return
+    run_failure_callback(dags, lost)
 
 
 def run_failure_callback(dags: dict[str, DAG], lost: LostTry) -> bool:

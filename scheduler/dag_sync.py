@@ -1,5 +1,9 @@
 """DAG sync: parse the DAGs folder and store what changed (structure, version hash, errors).
 
+Every file is imported in a child process (``tradewind/dag_processor.py``), never in the
+scheduler's: a file that exits, crashes, hangs or eats memory is its import error, and this
+process stores the structures the children send back.
+
 A file that fails to import is recorded with its error and leaves every other DAG as it was,
 including the DAGs that file defined before it broke (they keep running on the last version).
 A DAG that imports but names a pool that does not exist is refused the same way, alone: the
@@ -31,8 +35,7 @@ from state.core import (
     utcnow,
 )
 from state.engine import ensure_pool, pool_names
-from tradewind.dag import DAG
-from tradewind.loader import DagBag, ParsedDag
+from tradewind.dag_processor import DagFolder, StoredDag
 
 #: Structure keys whose change makes the next scheduled run be computed afresh.
 _SCHEDULE_KEYS = ("schedule", "start_date", "catchup", "timetable", "timezone", "end_date")
@@ -40,7 +43,7 @@ _SCHEDULE_KEYS = ("schedule", "start_date", "catchup", "timetable", "timezone", 
 
 @dataclass
 class SyncResult:
-    dags: dict[str, DAG] = field(default_factory=dict)
+    dags: dict[str, StoredDag] = field(default_factory=dict)
     import_errors: dict[str, str] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     #: Per file that used Airflow 2 spellings: its one warning line.
@@ -48,7 +51,7 @@ class SyncResult:
 
 
 def sync_dags(session: Session, folder: Path) -> SyncResult:
-    bag = DagBag.collect(folder)
+    bag = DagFolder.parse(folder)
     errors = dict(bag.import_errors)
     ensure_pool(session, DEFAULT_POOL, DEFAULT_POOL_SLOTS)
     refused = _refuse_unknown_pools(bag.dags, pool_names(session), errors)
@@ -57,8 +60,8 @@ def sync_dags(session: Session, folder: Path) -> SyncResult:
     result.warnings = {path: bag.warning_line(path) or "" for path in bag.spellings}
     existing = {model.dag_id: model for model in session.scalars(select(DagModel))}
     for dag_id in sorted(dags):
-        if _store_dag(session, existing.get(dag_id), bag.parsed[dag_id]):
-            sync_dag_assets(session, dags[dag_id], bag.parsed[dag_id].structure)
+        if _store_dag(session, existing.get(dag_id), dags[dag_id]):
+            sync_dag_assets(session, dag_id, dags[dag_id].structure)
             result.changed.append(dag_id)
     kept_as_was = set(errors) | set(refused)
     for dag_id in sorted(existing):
@@ -73,13 +76,13 @@ def sync_dags(session: Session, folder: Path) -> SyncResult:
 
 
 def _refuse_unknown_pools(
-    dags: Mapping[str, DAG], pools: set[str], errors: dict[str, tuple[str, str]]
+    dags: Mapping[str, StoredDag], pools: set[str], errors: dict[str, tuple[str, str]]
 ) -> set[str]:
     """DAGs whose tasks name a pool that does not exist, recorded as their file's import error."""
     refused: set[str] = set()
     for dag_id in sorted(dags):
         dag = dags[dag_id]
-        unknown = sorted({t.options.pool for t in dag.tasks.values()} - pools)
+        unknown = sorted({t["pool"] for t in dag.structure["tasks"].values()} - pools)
         if not unknown:
             continue
         refused.add(dag_id)
@@ -87,15 +90,14 @@ def _refuse_unknown_pools(
             f"DAG {dag_id}: pool {unknown[0]!r} does not exist "
             f"(create it with `tradewind pools set {unknown[0]} SLOTS`)"
         )
-        fileloc = dag.fileloc or ""
+        fileloc = dag.fileloc
         earlier = errors.get(fileloc)
         errors[fileloc] = (f"{earlier[0]}; {line}", earlier[1]) if earlier else (line, "")
     return refused
 
 
-def _store_dag(session: Session, model: DagModel | None, parsed: ParsedDag) -> bool:
-    dag, structure, version = parsed
-    fileloc = dag.fileloc or ""
+def _store_dag(session: Session, model: DagModel | None, dag: StoredDag) -> bool:
+    structure, version, fileloc = dag.structure, dag.version_hash, dag.fileloc
     if model is None:
         # Another scheduler may store it first: then its row stands, the same DAG parsed alike.
         row = {
@@ -103,7 +105,7 @@ def _store_dag(session: Session, model: DagModel | None, parsed: ParsedDag) -> b
             "fileloc": fileloc,
             "structure": structure,
             "version_hash": version,
-            "is_paused": bool(dag.run_options.is_paused_upon_creation),
+            "is_paused": bool(dag.paused_upon_creation),
             "is_active": True,
             "last_parsed_at": utcnow(),
         }

@@ -1,5 +1,10 @@
 """The scheduler loop: sync DAGs, create due runs, schedule every active run, rescue what stopped.
 
+In ``run_forever`` the DAG sync runs on a thread of its own: the files are imported in child
+processes (``tradewind/dag_processor.py``), and a file that takes its whole
+``TRADEWIND_DAG_FILE_PROCESSOR_TIMEOUT`` delays only the sync, never the scheduling of the DAGs
+already stored. ``run_once`` alone (the tests, ``bench/``) syncs first, in line.
+
 Each run is scheduled in its own short transaction holding its row lock (``FOR UPDATE SKIP
 LOCKED``), so several schedulers share the work without a global lock; messages are published
 only after the transaction that queued them commits, and failure callbacks run only after the
@@ -20,12 +25,13 @@ from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from broker_config import make_celery_app, publish_many
 from scheduler.asset_runs import create_asset_triggered_runs
-from scheduler.callbacks import LostTry, run_failure_callback
+from scheduler.callbacks import LostTry, failure_callback_in_child
 from scheduler.dag_sync import sync_dags
 from scheduler.run_watch import RunWatch
 from scheduler.timed_runs import create_due_runs, due_dags
 from state.core import (
     STORE_ERRORS,
+    DagModel,
     OutageLog,
     TaskInstance,
     TaskInstanceState,
@@ -48,7 +54,7 @@ from state.engine import (
     waits_on_past,
 )
 from state.records import purge_expired_states
-from tradewind.dag import DAG
+from tradewind.dag_processor import ProcessorLimits, StoredDag
 from tradewind.loader import dag_files
 from tradewind.settings import Settings
 
@@ -68,8 +74,8 @@ class LoopStats:
 class Scheduler:
     settings: Settings
     app: Celery | None = None
-    #: The DAGs as this process parsed them at its last sync (their callbacks run here).
-    dags: dict[str, DAG] = field(default_factory=dict)
+    #: The DAGs as the last sync parsed them: structures and files, no code.
+    dags: dict[str, StoredDag] = field(default_factory=dict)
     _files_seen: dict[str, float] = field(default_factory=dict)
     _watch: RunWatch = field(default_factory=RunWatch)
     # An outage is one line when it starts and one when it ends, not one per loop.
@@ -80,6 +86,8 @@ class Scheduler:
     #: Tries queued in SQL whose message could not be sent (the broker was away): sent first
     #: thing each loop, rather than left to the queued rescue a minute later.
     _unsent: list[Enqueue] = field(default_factory=list)
+    #: True while ``run_forever``'s sync thread keeps the DAGs in sync (``run_once`` does not).
+    _syncing_apart: bool = False
 
     def __post_init__(self) -> None:
         if self.app is None:
@@ -95,6 +103,10 @@ class Scheduler:
         log.info("scheduler started: DAGs in %s", self.settings.resolved_dags_folder)
         wakeups = RunWakeups(self.url)  # a run created meanwhile cuts the wait short
         wakeups.listen()
+        self._syncing_apart = True
+        threading.Thread(
+            target=self._sync_forever, args=(stop,), name="dag-sync", daemon=True
+        ).start()
         try:
             while not stop.is_set():
                 started = time.monotonic()
@@ -102,7 +114,20 @@ class Scheduler:
                 interval = self.settings.scheduler_interval_seconds
                 wakeups.wait(max(0.0, interval - (time.monotonic() - started)), stop)
         finally:
+            self._syncing_apart = False
             wakeups.close()
+
+    def _sync_forever(self, stop: threading.Event) -> None:
+        """Sync the DAGs folder each interval while the loop schedules, until ``stop``."""
+        while not stop.is_set():
+            try:
+                self.sync_if_changed()
+            except STORE_ERRORS as error:
+                if not is_store_outage(error):  # an outage is the loop's line to say
+                    log.exception("DAG sync failed; trying again")
+            except Exception:
+                log.exception("DAG sync failed; trying again")
+            stop.wait(self.settings.scheduler_interval_seconds)
 
     def _loop_once(self) -> None:
         """One loop; a store outage is logged once, any other failure each time, with its trace."""
@@ -122,7 +147,8 @@ class Scheduler:
     def run_once(self) -> LoopStats:
         stats = LoopStats()
         self._publish([])  # what an earlier loop could not send
-        self.sync_if_changed()
+        if not self._syncing_apart:
+            self.sync_if_changed()
         self._create_due_runs(stats)
         stats.created += len(create_asset_triggered_runs(self.url))
         self._time_out_runs()
@@ -235,8 +261,13 @@ class Scheduler:
         self._run_callbacks(failed)
 
     def _run_callbacks(self, failed: list[LostTry]) -> None:
+        limits = ProcessorLimits.of(self.settings)
         for lost in failed:
-            run_failure_callback(self.dags, lost)
+            with session_scope(self.url) as session:
+                model = session.get(DagModel, lost.dag_id)
+                fileloc = model.fileloc if model is not None else None
+            if fileloc:  # its file, as stored: the sync may not have run in this process yet
+                failure_callback_in_child(fileloc, lost, limits)
 
 
 def _lost(ti: TaskInstance, error: str) -> LostTry:

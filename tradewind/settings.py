@@ -48,6 +48,12 @@ class Settings(BaseSettings):
     # How many deliveries of one try (a task that keeps killing its worker) before it is failed.
     max_deliveries: int = Field(default=3, ge=1)
     scheduler_interval_seconds: float = Field(default=1.0, gt=0)
+    # DAG files are imported in child processes (tradewind/dag_processor.py, docs/dag-folders.md):
+    # seconds one file may take (Airflow's dag_file_processor_timeout), the child's address space
+    # in MiB (0: no limit), and how many children import at once.
+    dag_file_processor_timeout: float = Field(default=50.0, gt=0)
+    dag_file_processor_memory_mb: int = Field(default=2048, ge=0)
+    dag_file_processor_processes: int = Field(default=2, ge=1)
     remote_logs_url: str | None = None
     # A task's output (worker/supervisor/logs.py): a longer line is written in pieces of this
     # size, and past this much a try's log drops the task's further lines (counted at its end).

@@ -1,18 +1,18 @@
-"""``sync_dags`` stores the structure the loader computed: each DAG's is built once a sync."""
+"""``sync_dags`` stores the structures its child processes computed, and imports no DAG file in
+the scheduler's own process (``tradewind/dag_processor.py``)."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
-import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from scheduler.dag_sync import sync_dags
 from state.core.models import DagModel
-from tradewind.dag import DAG
+from tradewind.loader import load_parsed_dags
 
 FILE = """
 from tradewind import DAG, task
@@ -27,24 +27,19 @@ for name in ("a", "b", "c"):
 """
 
 
-def test_each_structure_is_built_once_and_stored_with_its_hash(
-    session: Session, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_each_structure_is_stored_with_its_hash_and_no_file_imported_here(
+    session: Session, tmp_path: Path
 ) -> None:
-    (tmp_path / "dags.py").write_text(textwrap.dedent(FILE))
-    built: list[str] = []
-    real = DAG.structure
-
-    def counting(self: DAG, order: list[str] | None = None) -> dict[str, Any]:
-        built.append(self.dag_id)
-        return real(self, order)
-
-    monkeypatch.setattr(DAG, "structure", counting)
+    path = tmp_path / "dags.py"
+    path.write_text(textwrap.dedent(FILE))
+    before = set(sys.modules)
     result = sync_dags(session, tmp_path)
     session.commit()
 
-    assert sorted(built) == ["a", "b", "c"]
+    assert not [name for name in set(sys.modules) - before if name.startswith("tradewind_dags_")]
     assert sorted(result.changed) == ["a", "b", "c"]
+    expected = {parsed.dag.dag_id: parsed for parsed in load_parsed_dags(path)}
     for model in session.scalars(select(DagModel)):
-        dag = result.dags[model.dag_id]
-        assert model.structure == real(dag)
-        assert model.version_hash == dag.version_hash()
+        assert model.structure == expected[model.dag_id].structure
+        assert model.version_hash == expected[model.dag_id].version_hash
+        assert result.dags[model.dag_id].fileloc == str(path.resolve())
