@@ -87,6 +87,7 @@ STATE_ONLY = {
     "example_branch_datetime_operator": "the branch is the time of day",
     "example_branch_datetime_operator_2": "the branch is the time of day",
     "example_branch_datetime_operator_3": "the branch is the time of day",
+    "example_branch_dop_operator_v3": "the branch is the logical date's minute, odd or even",
 }
 
 
