@@ -19,7 +19,7 @@ from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Form, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from api.context import AppContext
@@ -35,6 +35,10 @@ router = APIRouter(prefix="/auth", tags=["Auth"])
 
 
 class LoginBody(BaseModel):
+    """A field it does not name is refused (422), as every request body's."""
+
+    model_config = ConfigDict(extra="forbid")
+
     username: str
     password: str
 
@@ -77,8 +81,10 @@ async def _credentials(request: Request) -> LoginBody:
     content_type = request.headers.get("content-type", "")
     try:
         if content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
-            form = await request.form()
-            return LoginBody.model_validate(dict(form))
+            form = await request.form()  # a form may carry more (OAuth2's grant_type...)
+            return LoginBody.model_validate(
+                {k: form[k] for k in ("username", "password") if k in form}
+            )
         return LoginBody.model_validate(json.loads(await request.body()))
     except (ValidationError, json.JSONDecodeError, UnicodeDecodeError):
         detail = 'send {"username": ..., "password": ...} as JSON or as a form'

@@ -57,6 +57,8 @@ def test_a_malformed_token_request_is_422(api: TestClient) -> None:
     reply = api.post("/auth/token", content=b"not json", headers={"content-type": "text/plain"})
     assert reply.status_code == 422
     assert "username" in reply.json()["detail"]
+    extra = {"username": "admin", "password": "x", "scope": "admin"}
+    assert api.post("/auth/token", json=extra).status_code == 422  # refused, never dropped
 
 
 def holder_of(home: Home, username: str) -> TokenHolder:
