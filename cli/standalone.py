@@ -48,7 +48,7 @@ from tradewind.settings import Settings
 WORKER_STOP_SECONDS = 10.0
 #: Settings only the API server needs: the worker (and so every task it runs) never sees them.
 API_ONLY_SETTINGS = ("TRADEWIND_API_SECRET_KEY",)
-API_COMMAND = [sys.executable, "-m", "cli", "api-server"]
+API_COMMAND = [sys.executable, "-P", "-m", "cli", "api-server"]
 ADMIN_PASSWORD_FILE = "standalone_admin_password"
 
 

@@ -216,7 +216,7 @@ class _Child:
     def start(cls, mode: str, memory_mb: int) -> _Child:
         request_read, request_write = os.pipe()
         result_read, result_write = os.pipe()
-        command = [sys.executable, "-m", __name__, mode, str(request_read), str(result_write)]
+        command = [sys.executable, "-P", "-m", __name__, mode, str(request_read), str(result_write)]
         try:
             process = subprocess.Popen(
                 [*command, str(memory_mb), str(os.getpid())],

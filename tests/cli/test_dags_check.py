@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
-from .conftest import CliEnv
+from .conftest import CliEnv, process_env
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -117,3 +118,26 @@ def test_check_names_every_airflow2_spelling_of_a_folder(
     assert (
         "Dataset (from airflow.datasets) (Airflow 3: Asset (airflow.sdk))" in inventory["warnings"]
     )
+
+
+def test_a_working_folder_with_folders_named_like_tradewinds_packages_changes_nothing(
+    env: CliEnv, tmp_path: Path
+) -> None:
+    # A data team's repository has its own `worker/`, `cli/` or `tradewind/` folders. The
+    # processes Tradewind starts (the DAG-file children, the fork server, the helper) must import
+    # Tradewind's packages, never a folder of the directory they were started in.
+    _write(env.dags, new=AIRFLOW3)
+    work = tmp_path / "a_repository"
+    for name in ("tradewind", "worker", "cli", "state"):
+        (work / name).mkdir(parents=True)
+    command = str(Path(sys.executable).with_name("tradewind"))
+    for args in (["dags", "check", "--json"], ["dags", "test", "airflow_paths"]):
+        done = subprocess.run(
+            [command, *args],
+            env=process_env(env),
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -58,7 +58,7 @@ from worker.task_runner.body import task_body
 
 log = logging.getLogger(__name__)
 
-SERVER_COMMAND = (sys.executable, "-m", "worker.fork_server.main")
+SERVER_COMMAND = (sys.executable, "-P", "-m", "worker.fork_server.main")
 #: The worker process's pid, so the server can tell it died before ``PR_SET_PDEATHSIG`` was set.
 PARENT_PID_ENV = "TRADEWIND_FORK_SERVER_PARENT"
 #: An exited task process is reaped and reported at once; past this, it is taken as killed.

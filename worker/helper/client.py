@@ -43,7 +43,7 @@ from worker.supervisor.logs import TryLog
 from worker.wire.outbox import Outbox
 from worker.xcom.calls import Finish
 
-HELPER_COMMAND = (sys.executable, "-m", "worker.helper.main")
+HELPER_COMMAND = (sys.executable, "-P", "-m", "worker.helper.main")
 LOG_SOURCE = "backend-helper"
 _READ_BYTES = 1 << 20
 #: After SIGTERM, how long a helper may take to go before SIGKILL.
