@@ -10,7 +10,8 @@ sign-out end every token and session cookie of the user at once.
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,6 +30,9 @@ from state.records import (
     set_password_hash,
     set_role,
 )
+
+if TYPE_CHECKING:
+    from state.core import Session
 
 app = typer.Typer(
     help="Create, list, change and delete the API server's users.", no_args_is_help=True
@@ -80,12 +84,7 @@ def list_command(
 @app.command()
 def delete(username: Annotated[str, typer.Argument(help="The user to delete.")]) -> None:
     """Delete a user: their tokens and sessions stop working at once."""
-    url = open_store(settings_or_exit())
-    try:
-        with session_scope(url) as session:
-            delete_user(session, username)
-    except NoSuchUser as error:
-        fail(str(error))
+    _change_user(lambda session: delete_user(session, username))
     typer.echo(f"deleted user {username}")
 
 
@@ -99,12 +98,8 @@ def set_password(
         fail("--password must not be empty", 2)
     from api.security import hash_password
 
-    url = open_store(settings_or_exit())
-    try:
-        with session_scope(url) as session:
-            set_password_hash(session, username, hash_password(password))
-    except NoSuchUser as error:
-        fail(str(error))
+    hashed = hash_password(password)
+    _change_user(lambda session: set_password_hash(session, username, hashed))
     typer.echo(f"changed the password of {username}; their sign-ins have ended")
 
 
@@ -114,12 +109,7 @@ def set_role_command(
     role: Annotated[Role, typer.Option("--role", help="What the user may do.")],
 ) -> None:
     """Give a user another role: their tokens and sessions stop working at once."""
-    url = open_store(settings_or_exit())
-    try:
-        with session_scope(url) as session:
-            set_role(session, username, role)
-    except NoSuchUser as error:
-        fail(str(error))
+    _change_user(lambda session: set_role(session, username, role))
     typer.echo(f"user {username} is now {role}")
 
 
@@ -133,3 +123,13 @@ def sign_out(username: Annotated[str, typer.Argument(help="The user to sign out.
             fail(f"no user named {username!r}")
         revoke_tokens(session, user.id, user.token_version)
     typer.echo(f"signed {username} out everywhere")
+
+
+def _change_user(change: Callable[[Session], object]) -> None:
+    """``change`` in one transaction of the store; a user that does not exist is one line."""
+    url = open_store(settings_or_exit())
+    try:
+        with session_scope(url) as session:
+            change(session)
+    except NoSuchUser as error:
+        fail(str(error))
