@@ -97,10 +97,23 @@ class TaskProcess:
             os.killpg(self.pid, signum)
 
 
+def comms_pair() -> tuple[socket.socket, socket.socket]:
+    """A try's comms socket: the supervisor's end, then the task's, both blocking.
+
+    Whatever ``socket.getdefaulttimeout()`` says at this instant: kombu sets a default timeout for
+    a moment while Celery closes its connections (a warm shutdown), and a pair made then would be
+    non-blocking at the OS level, so the task's first blocking read would fail with EAGAIN.
+    """
+    near, far = socket.socketpair()
+    near.setblocking(True)
+    far.setblocking(True)
+    return near, far
+
+
 def fork_python_task(body: Callable[[socket.socket], int]) -> TaskProcess:
     """Fork a child that runs ``body(comms)`` and exits with its code, never returning here."""
     reap_finished()
-    parent_end, child_end = socket.socketpair()
+    parent_end, child_end = comms_pair()
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
 
@@ -256,7 +269,7 @@ def exec_runtime_task(command: Sequence[str], env: dict[str, str] | None = None)
     """Start ``command`` with the comms socket inherited, its fd number in the environment, and
     the marker of its session (``end_session``)."""
     reap_finished()
-    parent_end, child_end = socket.socketpair()
+    parent_end, child_end = comms_pair()
     session = secrets.token_hex(16)
     full_env = {
         **task_environment(),

@@ -134,7 +134,10 @@ def test_a_dag_id_defined_twice_refuses_the_later_file(tmp_path: Path) -> None:
     assert "DAG id 'shared' is already defined in" in line
 
 
-def test_code_called_in_a_child_is_bounded(tmp_path: Path) -> None:
+def test_code_called_in_a_child_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The child imports the function it calls by its module's name: this file's package is
+    # found on PYTHONPATH (children start with -P: not from the folder they run in).
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     marker = tmp_path / "ran"
 
     assert call_in_child(_touch, (marker,), LIMITS) is None

@@ -48,6 +48,7 @@ from worker.fork_server.warm import WarmProcess, drop_all_idle, next_start, star
 from worker.process import (
     COMMS_FD_ENV,
     TaskProcess,
+    comms_pair,
     fork_python_task,
     kill_tree,
     reap_finished,
@@ -285,7 +286,7 @@ class TryChannels:
     the task process."""
 
     def __init__(self) -> None:
-        self.comms, self._child_comms = socket.socketpair()
+        self.comms, self._child_comms = comms_pair()
         self.out_read, self._out_write = os.pipe()
         self.err_read, self._err_write = os.pipe()
         self.far_ends = [self._child_comms.fileno(), self._out_write, self._err_write]

@@ -54,6 +54,7 @@ def run_try(request: p.StartTaskProcess, fds: list[int]) -> int:
     # The DAG file as the server loaded it, or loaded again here if it changed since.
     dag, task = find_task(request.fileloc, request.dag_id, request.task_id)
     comms = socket.socket(fileno=fds[0])
+    comms.setblocking(True)  # reads here block (``worker.process.comms_pair``)
     try:
         return task_body(dag, task, request.details)(comms)
     finally:
