@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 from api import create_app
 from api.concurrency import ConcurrencyLimit, size_store_pool
 from state.core import db
+from tests import aio
 from tests.state.harness import Home
 
 
@@ -62,7 +63,7 @@ async def _burst(slots: int, requests: int, queue_timeout_seconds: float) -> Cou
 
 
 def test_past_the_bound_and_its_queue_requests_are_refused_at_once() -> None:
-    codes = asyncio.run(_burst(slots=2, requests=20, queue_timeout_seconds=60))
+    codes = aio.run(_burst(slots=2, requests=20, queue_timeout_seconds=60))
     assert codes == {200: 6, 503: 14}
 
 
@@ -78,7 +79,7 @@ def test_a_request_waiting_longer_than_the_queue_allows_is_refused() -> None:
             inner.release.set()
             return (await first).status_code, second.status_code
 
-    assert asyncio.run(waits_too_long()) == (200, 503)
+    assert aio.run(waits_too_long()) == (200, 503)
 
 
 def test_the_request_threads_are_sized_from_the_bound(home: Home, monkeypatch) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx2 as httpx
 import pytest
 
+from tests import aio
 from tests.integration.conftest import Fleet
 from tests.integration.test_api_client import _answers, _free_port
 
@@ -103,7 +104,7 @@ def test_120_requests_in_flight_are_served_or_refused_never_a_500(
     # every queued request rather than timing some out.
     base = serve(TRADEWIND_API_QUEUE_TIMEOUT_SECONDS="120")
     paths = ["/dags/greeting", "/api/v2/dags", "/api/v2/dags/greeting/dagRuns"] * 40
-    codes = _served_or_refused(asyncio.run(_all_at_once(base, paths)))
+    codes = _served_or_refused(aio.run(_all_at_once(base, paths)))
     assert codes[200] >= 60, codes
 
 
@@ -112,10 +113,10 @@ def test_200_grid_pages_at_once_are_answered_past_a_small_bound(
     serve: Callable[..., str],
 ) -> None:
     base = serve(TRADEWIND_API_MAX_CONCURRENCY="4", TRADEWIND_API_QUEUE_TIMEOUT_SECONDS="120")
-    codes = _served_or_refused(asyncio.run(_all_at_once(base, ["/dags/greeting"] * 200)))
+    codes = _served_or_refused(aio.run(_all_at_once(base, ["/dags/greeting"] * 200)))
     assert codes[200] >= 4 + 8, codes  # the bound and its queue, at least
     assert codes[503] > 0, codes  # 200 at once cannot all fit in 12
-    page = asyncio.run(_all_at_once(base, ["/dags/greeting"]))[0]
+    page = aio.run(_all_at_once(base, ["/dags/greeting"]))[0]
     assert page.status_code == 200 and "greeting" in page.text  # and it serves on
 
 
@@ -143,7 +144,7 @@ def test_a_flood_of_bad_sign_ins_is_throttled_and_health_still_answers(
     serve: Callable[..., str],
 ) -> None:
     base = serve(TRADEWIND_API_LOGIN_MAX_FAILURES="5")
-    replies, health_at, _ = asyncio.run(_flood_and_probe(base, 60))
+    replies, health_at, _ = aio.run(_flood_and_probe(base, 60))
     codes = Counter(reply.status_code for reply in replies)
     assert set(codes) == {401, 429}, codes
     assert codes[401] <= 5, codes  # only the first five were checked at all
