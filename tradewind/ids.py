@@ -25,26 +25,24 @@ def check_key(kind: str, value: object) -> str:
     """``value`` if it is a valid DAG or task id (``kind`` names which); ``InvalidId`` if not."""
     if not isinstance(value, str) or not value:
         raise InvalidId(f"{kind} must be a non-empty string, got {value!r}")
-    if len(value) > MAX_ID_LENGTH:
-        raise InvalidId(f"{kind} {value[:40]!r}... is over {MAX_ID_LENGTH} characters")
-    if not KEY_PATTERN.fullmatch(value):
-        raise InvalidId(f"{kind} {value!r} may hold only letters, digits, '_', '.' and '-'")
-    if not value.strip("."):
-        raise InvalidId(f"{kind} {value!r} must not be dots only")
-    return value
+    return _checked(kind, value, KEY_PATTERN, "letters, digits, '_', '.' and '-'")
 
 
 def check_run_id(run_id: str) -> str:
     """``run_id`` if it is a valid run id; ``InvalidId`` naming what is wrong if not."""
     if not run_id:
         raise InvalidId("a run id must not be empty")
-    if len(run_id) > MAX_ID_LENGTH:
-        raise InvalidId(f"run id {run_id[:40]!r}... is over {MAX_ID_LENGTH} characters")
-    if not RUN_ID_PATTERN.fullmatch(run_id):
-        raise InvalidId(f"run id {run_id!r} may hold only ASCII letters, digits and '_.~:+@,=%-'")
-    if not run_id.strip("."):
-        raise InvalidId(f"run id {run_id!r} must not be dots only")
-    return run_id
+    return _checked("run id", run_id, RUN_ID_PATTERN, "ASCII letters, digits and '_.~:+@,=%-'")
+
+
+def _checked(kind: str, value: str, pattern: re.Pattern[str], allowed: str) -> str:
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidId(f"{kind} {value[:40]!r}... is over {MAX_ID_LENGTH} characters")
+    if not pattern.fullmatch(value):
+        raise InvalidId(f"{kind} {value!r} may hold only {allowed}")
+    if not value.strip("."):
+        raise InvalidId(f"{kind} {value!r} must not be dots only")
+    return value
 
 
 __all__ = ["MAX_ID_LENGTH", "InvalidId", "check_key", "check_run_id"]
