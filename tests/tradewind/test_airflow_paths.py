@@ -13,6 +13,7 @@ import pytest
 
 import tradewind
 from tradewind.loader import DagBag
+from tradewind.settings import reload_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,6 +131,7 @@ LOAD = """
 import logging, sys
 from pathlib import Path
 from tradewind.loader import DagBag
+from tradewind.settings import reload_settings
 logging.basicConfig(format="%(message)s")
 bag = DagBag.collect(Path(sys.argv[1]))
 print(sorted(bag.dags), list(bag.import_errors.values())[:1])
@@ -167,3 +169,22 @@ def test_an_installed_airflow_is_named_in_one_line(tmp_path: Path) -> None:
         "imports resolve to Tradewind's names (set TRADEWIND_AIRFLOW_IMPORTS=airflow to import "
         "Airflow's own)"
     ]
+
+
+def test_airflow_example_dags_follows_the_dags_folder_in_force(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``airflow.example_dags`` is the DAGs folder of the settings in force at each import."""
+    bag = DagBag(tmp_path)
+    for name in ("first", "second"):
+        (tmp_path / name / f"helpers_{name}").mkdir(parents=True)
+        (tmp_path / name / f"helpers_{name}" / "__init__.py").write_text(f"WHO = {name!r}\n")
+        (tmp_path / name / "uses.py").write_text(
+            f"from airflow.example_dags.helpers_{name} import WHO\nassert WHO == {name!r}\n"
+        )
+        monkeypatch.setenv("TRADEWIND_DAGS_FOLDER", str(tmp_path / name))
+        reload_settings()
+        bag.add_file(tmp_path / name / "uses.py")
+        assert bag.import_errors.get(str(tmp_path / name / "uses.py")) is None
+    monkeypatch.delenv("TRADEWIND_DAGS_FOLDER")
+    reload_settings()

@@ -18,7 +18,7 @@ import sys
 import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from tradewind.airflow_paths.names import ModuleRow, row_of
 from tradewind.settings import get_settings
@@ -44,7 +44,7 @@ class AirflowPathsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if row is None:
             return None
         spec = importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        spec.submodule_search_locations = _package_path(fullname)
+        spec.submodule_search_locations = _package_path(fullname)  # type: ignore[assignment]
         return spec
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
@@ -62,14 +62,35 @@ class AirflowPathsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             _NOTED.add(module.__name__)
 
 
-def _package_path(fullname: str) -> list[str]:
+class _DagsFolderPath(Sequence[str]):
+    """The ``__path__`` of ``airflow.example_dags``: the DAGs folder of the settings in force.
+
+    Read at each import, as a namespace package's path is: a process whose settings name another
+    DAGs folder (the CLI, tests) finds the helpers of that folder, not of the first one.
+    """
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return [str(get_settings().resolved_dags_folder)][index]
+
+    def __len__(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return f"_DagsFolderPath({list(self)!r})"
+
+
+def _package_path(fullname: str) -> Sequence[str]:
     """Where modules below ``fullname`` are also searched: installed providers, under theirs.
 
     Airflow's example DAGs import their helpers as ``airflow.example_dags.libs...``: with the
     examples as the DAGs folder, that package is the DAGs folder.
     """
     if fullname == "airflow.example_dags":
-        return [str(get_settings().resolved_dags_folder)]
+        return _DagsFolderPath()
     if fullname != "airflow.providers" and not fullname.startswith("airflow.providers."):
         return []
     parts = fullname.split(".")
