@@ -3,10 +3,11 @@ the document declares (status, content type, headers, body schema), schema-valid
 accepted, schema-violating ones refused, and a request without its token is refused.
 
 Requests come as the admin, so they reach every route's body rather than stop at the 401. Each
-operation gets its own Hypothesis run over positive cases (drawn from its schema) and negative
-ones (breaking it). One allowance, configured below: a schema-valid request may be refused with
-a 400 when the store refuses it (a conf off the DAG's params, an unknown ``order_by`` key, a DAG
-or asset that the body names and that does not exist): Airflow's API answers these so too.
+operation gets its own Hypothesis run over positive cases (drawn from its schema) on each store,
+and negative ones (breaking it) on SQLite: they are refused before any statement runs. One
+allowance, configured below: a schema-valid request may be refused with a 400 when the store
+refuses it (a conf off the DAG's params, an unknown ``order_by`` key, a DAG or asset that the
+body names and that does not exist): Airflow's API answers these so too.
 """
 
 from __future__ import annotations
@@ -72,10 +73,13 @@ def test_every_check_passes_on_every_operation(home: Home) -> None:
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) > 40
     every_check = _all_checks()
+    modes = [GenerationMode.POSITIVE]
+    if not home.url.startswith("postgresql"):
+        modes.append(GenerationMode.NEGATIVE)
 
     for operation in operations:
         checks = _checks_for(operation, every_check)
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        for mode in modes:
             _check_operation(operation, mode, headers, checks)
 
 
