@@ -18,7 +18,7 @@ import typer
 from cli.common import fail
 from cli.store import get_run
 from cli.watch import POLL_SECONDS
-from state.core import ACTIVE, NotFound, session_scope
+from state.core import ACTIVE, FINISHED, NotFound, session_scope
 from state.records import TIKey as StoreKey
 from state.views import get_task_instance, task_instance_by_id
 from tradewind.settings import Settings
@@ -44,18 +44,38 @@ class LogTarget:
         return f"{dag_id}/{run_id}/{task_id}{index} try {self.try_number}"
 
 
-def resolve_log(settings: Settings, url: str, key: TIKey, try_number: int | None) -> LogTarget:
-    """The log of try ``try_number`` (default: the latest) of a task instance."""
+def resolve_log(
+    settings: Settings, url: str, key: TIKey, try_number: int | None, wait: bool = False
+) -> LogTarget:
+    """The log of try ``try_number`` (default: the latest) of a task instance.
+
+    ``wait``: a task instance that has not started that try yet is waited for (while it can still
+    start one), saying so once on stderr.
+    """
     dag_id, run_id, task_id, map_index = key
-    with session_scope(url) as session:
-        get_run(session, dag_id, run_id)
+    wanted, said = try_number or 1, False
+    while True:
+        with session_scope(url) as session:
+            get_run(session, dag_id, run_id)
+            try:
+                ti = get_task_instance(session, StoreKey(dag_id, run_id, task_id, map_index)).ti
+            except NotFound as error:
+                fail(str(error))
+            latest, ti_id, state = ti.try_number, ti.id, ti.state
+        if not wait or latest >= wanted:
+            break
+        if state in FINISHED:
+            fail(f"{dag_id}/{run_id}/{task_id} ended {state} without a try {wanted}")
+        if not said:
+            where = f"{dag_id}/{run_id}/{task_id}"
+            typer.echo(f"(waiting for try {wanted} of {where}: {state})", err=True)
+            said = True
         try:
-            ti = get_task_instance(session, StoreKey(dag_id, run_id, task_id, map_index)).ti
-        except NotFound as error:
-            fail(str(error))
-        latest, ti_id = ti.try_number, ti.id
+            time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
     if latest == 0:
-        fail(f"{dag_id}/{run_id}/{task_id} has not started a try yet")
+        fail(f"{dag_id}/{run_id}/{task_id} has not started a try yet (--follow waits for it)")
     chosen = try_number or latest
     if chosen > latest:
         fail(f"{dag_id}/{run_id}/{task_id} has had {latest} tries: there is no try {chosen}")

@@ -83,6 +83,9 @@ def main() -> None:
         code = app(standalone_mode=False)
     except UsageError as error:
         sys.exit(usage_error(error))
+    except typer.Abort:  # Ctrl-C or end of input at a prompt
+        typer.echo("aborted", err=True)
+        sys.exit(1)
     except SecretUnreadable as error:  # a secret under a key this process lacks: one line
         typer.echo(f"error: {error}", err=True)
         sys.exit(1)

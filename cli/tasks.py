@@ -89,13 +89,14 @@ def logs(
     ] = None,
     map_index: Annotated[int, typer.Option("--map-index", help="Of a mapped task.")] = -1,
     follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Keep printing while the try runs.")
+        bool, typer.Option("--follow", "-f", help="Wait for the try to start, print while it runs.")
     ] = False,
 ) -> None:
     """Print the captured log (stdout, stderr, supervisor lines) of one try of a task."""
     settings = settings_or_exit()
     url = open_store(settings)
-    target = resolve_log(settings, url, (dag_id, run_id, task_id, map_index), try_number)
+    key = (dag_id, run_id, task_id, map_index)
+    target = resolve_log(settings, url, key, try_number, wait=follow)
     if follow:
         follow_log(url, target)
         return

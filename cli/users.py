@@ -10,6 +10,7 @@ sign-out end every token and session cookie of the user at once.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
@@ -39,22 +40,31 @@ app = typer.Typer(
 )
 
 _PASSWORD_OPTION = typer.Option(
-    "--password", prompt=True, hide_input=True, confirmation_prompt=True,
-    help="Asked for when not given.",
-)  # fmt: skip
+    "--password", help="Asked for (twice, hidden) when not given and there is a terminal."
+)
+
+
+def _password(given: str | None) -> str:
+    """The ``--password`` given, or one asked for on the terminal; never empty."""
+    if given is None:
+        if not sys.stdin.isatty():
+            fail("give --password: there is no terminal to ask for one on", 2)
+        given = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    if not given:
+        fail("--password must not be empty", 2)
+    return given
 
 
 @app.command()
 def create(
     username: Annotated[str, typer.Option("--username", help="The name to sign in with.")],
-    password: Annotated[str, _PASSWORD_OPTION],
+    password: Annotated[str | None, _PASSWORD_OPTION] = None,
     role: Annotated[Role, typer.Option("--role", help="What the user may do.")] = Role.VIEWER,
 ) -> None:
     """Create a user with a role (its password is stored hashed, never in clear)."""
     if not username.strip():
         fail("--username must not be empty", 2)
-    if not password:
-        fail("--password must not be empty", 2)
+    password = _password(password)
     from api.security import hash_password  # argon2: only this command needs it
 
     url = open_store(settings_or_exit())
@@ -91,11 +101,10 @@ def delete(username: Annotated[str, typer.Argument(help="The user to delete.")])
 @app.command("set-password")
 def set_password(
     username: Annotated[str, typer.Argument(help="The user whose password changes.")],
-    password: Annotated[str, _PASSWORD_OPTION],
+    password: Annotated[str | None, _PASSWORD_OPTION] = None,
 ) -> None:
     """Give a user a new password: their tokens and sessions stop working at once."""
-    if not password:
-        fail("--password must not be empty", 2)
+    password = _password(password)
     from api.security import hash_password
 
     hashed = hash_password(password)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import typer
 from sqlalchemy import update
 
 from cli.logs import follow_log, print_new, resolve_log
@@ -175,6 +176,32 @@ def test_follow_prints_the_log_as_it_grows_until_the_try_ends(
     writer.join()
 
     assert capsys.readouterr().out == "line one\nline two\nthe supervisor's last line\n"
+
+
+def test_follow_waits_for_a_try_not_started_yet(
+    cli: Callable[..., object], env: CliEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli("dags", "trigger", "pair", "--run-id", "r1")
+    url = get_settings().sql_url
+    set_first = update(TaskInstance).filter_by(run_id="r1", task_id="first")
+
+    def start_the_try() -> None:
+        time.sleep(1.0)
+        with session_scope(url) as session:
+            session.execute(set_first.values(state="running", try_number=1))
+
+    starter = threading.Thread(target=start_the_try)
+    starter.start()
+    target = resolve_log(get_settings(), url, ("pair", "r1", "first", -1), None, wait=True)
+    starter.join()
+
+    assert target.try_number == 1
+    assert "(waiting for try 1 of pair/r1/first: " in capsys.readouterr().err
+    with session_scope(url) as session:
+        session.execute(set_first.values(state="upstream_failed", try_number=0))
+    with pytest.raises(typer.Exit):
+        resolve_log(get_settings(), url, ("pair", "r1", "first", -1), None, wait=True)
+    assert capsys.readouterr().err == "error: pair/r1/first ended upstream_failed without a try 1\n"
 
 
 def append(path: Path, text: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 
 from typer.testing import Result
@@ -74,3 +75,13 @@ def test_a_new_password_a_new_role_and_a_sign_out_end_the_users_sign_ins(
     ):
         missing = cli("users", *command)
         assert missing.exit_code == 1 and "no user named 'nobody'" in missing.output, command
+
+
+def test_a_password_without_a_terminal_to_ask_on_is_one_line(
+    run_cli: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    created = run_cli("users", "create", "--username", "ana")  # stdin: no terminal
+    assert created.returncode == 2
+    assert created.stderr == "error: give --password: there is no terminal to ask for one on\n"
+    changed = run_cli("users", "set-password", "ana")
+    assert changed.returncode == 2 and changed.stderr.startswith("error: give --password")
