@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Annotated
+from urllib.parse import quote
 
 import typer
 from rich.console import Console
@@ -190,6 +191,8 @@ def standalone(
             if serving:
                 announce_api(settings, admin_password)
             code = run_once(url, run, run_id, fleet) if run and run_id else serve(fleet)
+        if run and run_id:
+            point_to_the_ui(settings, run, run_id)
     finally:
         signal.signal(signal.SIGTERM, previous)
     raise typer.Exit(code)
@@ -264,6 +267,18 @@ def announce_api(settings: Settings, password: str | None) -> None:
         typer.echo(f"API server: {url} (sign in as admin, password {password}; kept in {kept})")
     else:
         typer.echo(f"API server: {url} (admin's first password was kept in {kept})")
+
+
+def point_to_the_ui(settings: Settings, dag_id: str, run_id: str) -> None:
+    """After ``--run``: where to see that run in the browser, and how to sign in."""
+    base = f"http://{settings.api_host}:{settings.api_port}"
+    page = f"{base}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+    kept = settings.resolved_home / ADMIN_PASSWORD_FILE
+    how = f"password kept in {kept}" if kept.is_file() else "its password is printed then"
+    typer.echo(
+        f"the UI: `tradewind standalone` serves it at {base}; this run is {page} "
+        f"(sign in as admin, {how})"
+    )
 
 
 def serve(fleet: Fleet) -> int:

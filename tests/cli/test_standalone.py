@@ -38,6 +38,8 @@ def test_standalone_run_executes_the_example_end_to_end(
     assert "4/4" in done.stdout  # the progress display's last frame
     assert "success 4" in done.stdout
     assert RESULT in done.stdout
+    assert "the UI: `tradewind standalone` serves it at http://" in done.stdout
+    assert "/dags/etl_example/runs/" in done.stdout and "sign in as admin" in done.stdout
     worker_log = (examples_env.home / "worker.log").read_text()
     assert "celery@" in worker_log  # a real Celery worker served the run
     assert processes_using(examples_env.home) == []
