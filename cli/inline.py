@@ -26,6 +26,7 @@ from cli.watch import POLL_SECONDS, RUN_FINISHED
 from state.core import (
     ACTIVE,
     WAITING_FOR_TIME,
+    DagModel,
     DagRun,
     NotFound,
     TaskInstanceState,
@@ -148,8 +149,21 @@ def drive(settings: Settings, url: str, run_pk: int, console: Console, logs: boo
             return state
         if not ran:
             if wait_seconds is None:
-                fail(f"run is {state} but nothing is queued, running or waiting for a retry")
+                fail(_stuck(url, run_pk, state))
             time.sleep(wait_seconds)
+
+
+def _stuck(url: str, run_pk: int, state: str) -> str:
+    """Why a run has nothing to do, for a person: a paused DAG is the usual cause."""
+    with session_scope(url) as session:
+        run = session.get_one(DagRun, run_pk)
+        dag = session.get(DagModel, run.dag_id)
+        if dag is not None and dag.is_paused:
+            return (
+                f"DAG {run.dag_id!r} is paused, so run {run.run_id!r} stays {state}: "
+                f"unpause it (`tradewind dags unpause {run.dag_id}`) and run this again"
+            )
+    return f"run is {state} but nothing is queued, running or waiting for a retry"
 
 
 def run_try(

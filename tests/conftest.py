@@ -34,6 +34,7 @@ SLOW_FILES = (
     "tests/cli/test_standalone.py",  # 100
     "tests/cli/test_fernet_key.py",  # 95
     "tests/cli/test_task_kinds.py",  # 90
+    "tests/cli/test_examples.py",  # 60 under load
     "tests/integration/test_hostile_dag_files.py",  # 75
     "tests/tradewind/test_airflow_examples.py",  # 75
     "tests/integration/test_outages_postgres.py",  # 70
