@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -207,7 +208,16 @@ class CheckpointBatches:
                 error,
             )
             return False
-        log.info("checkpoint batch %d written: %d outcomes", batch.number, len(outcomes))
+        # The log's one line per round: an item's success is on the items view, not here.
+        counts = Counter(outcome.status for outcome in outcomes)
+        log.info(
+            "checkpoint batch %d written: %d outcomes (%d succeeded, %d failed, %d skipped)",
+            batch.number,
+            len(outcomes),
+            counts[SUCCESS],
+            counts[FAILED],
+            counts[SKIPPED],
+        )
         self.next_number += 1
         return True
 

@@ -181,11 +181,8 @@ class ItemRunner:
     def _finish(self, outcome: IndexedTaskOutcome, context: dict[str, Any]) -> bool:
         """Report (reported before durable: see docs/iterable-tasks.md), then record."""
         self.outcomes[outcome.index] = outcome
-        if outcome.status == SUCCESS:
-            log.info("item %d succeeded", outcome.index)
+        if outcome.status == SUCCESS:  # logged per round, with the checkpoint (not per item)
             _callback(self.task.options.on_success_callback, context)
-        elif outcome.status == SKIPPED:
-            log.info("item %d skipped: %s", outcome.index, outcome.error or "")
         self.checkpoints.record(outcome)
         return outcome.stops_the_rest(self.task.options.fail_fast)
 
