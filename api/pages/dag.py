@@ -79,12 +79,36 @@ def _grid_query(window: RowWindow, runs_wanted: int) -> str:
     return urlencode(query)
 
 
-def _graph_context(session: DbSession, model: DagModel) -> dict[str, Any]:
-    """The graph, coloured by the states of the DAG's latest run."""
-    latest = recent_runs(session, model.dag_id, 1)
-    counts = grid_cells(session, model.dag_id, [run.run_id for run in latest])
+def _graph_context(session: DbSession, model: DagModel, request: Request) -> dict[str, Any]:
+    """The graph, coloured by the states of one run (``?run_id=``, else the latest), with the
+    groups ``?open=`` names open (``*``: all; none given: the layout's default by size)."""
+    runs = recent_runs(session, model.dag_id, GRID_RUNS)
+    wanted = request.query_params.get("run_id")
+    chosen = next((run for run in runs if run.run_id == wanted), runs[0] if runs else None)
+    counts = grid_cells(session, model.dag_id, [chosen.run_id] if chosen else [])
     states = {task_id: summary_state(cell.counts) for (_run, task_id), cell in counts.items()}
-    return {"graph": layout(dag_view(model), states), "latest": latest[0] if latest else None}
+    structure = dag_view(model)
+    given = request.query_params.get("open")
+    open_groups = None
+    if given is not None:
+        open_groups = structure.groups.keys() if given == "*" else given.split(",")
+    graph = layout(structure, states, open_groups)
+    keep = {"tab": "graph"} | ({"run_id": chosen.run_id} if chosen and wanted else {})
+
+    def toggled(group: str) -> str:
+        now = set(graph.open_groups)
+        now = now - {group} if group in now else now | {group}
+        return "?" + urlencode(keep | {"open": ",".join(sorted(now))})
+
+    return {
+        "graph": graph,
+        "latest": chosen,
+        "graph_runs": runs,
+        "toggle_group": toggled,
+        "all_open": "?" + urlencode(keep | {"open": "*"}),
+        "all_closed": "?" + urlencode(keep | {"open": ""}),
+        "graph_open": ",".join(sorted(graph.open_groups)),
+    }
 
 
 def _source(model: DagModel) -> str | None:
@@ -116,7 +140,7 @@ def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) 
     if tab == "grid":
         context |= _grid_context(session, model, request)
     elif tab == "graph":
-        context |= _graph_context(session, model)
+        context |= _graph_context(session, model, request)
     elif tab == "code":
         context["source"] = _source(model)
     return render(request, "pages/dag.html", context)

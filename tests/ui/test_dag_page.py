@@ -81,6 +81,10 @@ def test_the_graph_is_svg_with_groups_and_edges(signed_in: Client, home: Home) -
     assert "<svg" in html and 'data-group="transform"' in html
     assert html.count('class="edge"') == 2
     assert 'data-task-id="transform.double"' in html
+    closed = signed_in("viewer").get("/dags/etl?tab=graph&open=").text
+    assert 'class="node closed-group" data-group="transform"' in closed
+    assert 'data-task-id="transform.double"' not in closed
+    assert 'href="?tab=graph&amp;open=transform"' in closed  # a click opens it again
 
 
 def test_code_and_details(signed_in: Client, home: Home) -> None:
