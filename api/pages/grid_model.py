@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from markupsafe import Markup, escape
 
 from api.pages.graph_layout import short_name
-from state.core import DagStructure, TaskInstanceState
+from state.core import DagStructure, TaskInstanceState, utcnow
 from state.views import GridCounts, RunSummary
 
 TI = TaskInstanceState
@@ -295,6 +295,33 @@ class Grid:
     runs: list[RunSummary]
     lines: list[GridLine] = field(default_factory=list)
     continued: frozenset[str] = frozenset()  # the groups whose heads are on an earlier page
+
+    def bar_height(self, run: RunSummary) -> int:
+        """The height of a run's bar, in pixels: its duration against the longest shown (a run
+        not started is the shortest bar, one still going counts up to now)."""
+        longest = max((_seconds(r) for r in self.runs), default=0.0)
+        share = _seconds(run) / longest if longest else 1.0
+        return round(RUN_BAR_MIN + (RUN_BAR_MAX - RUN_BAR_MIN) * share)
+
+    def took(self, run: RunSummary) -> str:
+        seconds = _seconds(run)
+        if run.start_date is None:
+            return "not started"
+        if seconds < 60:
+            return f"{seconds:.1f}s"
+        minutes, secs = divmod(int(seconds), 60)
+        hours, minutes = divmod(minutes, 60)
+        return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+#: A run bar's height in pixels: the shortest (or a run not started) and the longest shown.
+RUN_BAR_MIN, RUN_BAR_MAX = 6, 34
+
+
+def _seconds(run: RunSummary) -> float:
+    if run.start_date is None:
+        return 0.0
+    return ((run.end_date or utcnow()) - run.start_date).total_seconds()
 
 
 def build_grid(

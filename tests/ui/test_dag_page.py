@@ -215,3 +215,22 @@ def test_a_run_id_that_could_leave_its_log_folder_is_a_form_error(
     assert code == 400
     assert "run id &#39;../other&#39; may hold only" in html
     assert _runs(home) == []
+
+
+def test_run_bars_are_as_tall_as_the_runs_were_long(signed_in: Client, home: Home) -> None:
+    import datetime as dt
+
+    from state.core.models import DagRun
+
+    start = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    for run_id, seconds in (("short", 10), ("long", 100), ("waiting", None)):
+        home.trigger("etl", run_id=run_id)
+        if seconds is not None:
+            with session_scope(home.url) as session:
+                session.query(DagRun).filter_by(run_id=run_id).update(
+                    {"start_date": start, "end_date": start + dt.timedelta(seconds=seconds)}
+                )
+    html = signed_in("viewer").get("/dags/etl/grid").text
+    assert 'style="height: 34px"\n        title="long' in html
+    assert 'style="height: 9px"\n        title="short' in html  # 6 + 28 * 10%
+    assert "· not started" in html
