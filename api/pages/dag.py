@@ -10,6 +10,8 @@ field and creates nothing.
 
 from __future__ import annotations
 
+import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -26,16 +28,17 @@ from api.pages.grid_model import RowWindow, build_grid, counted_keys, grid_rows,
 from api.pages.trigger_form import RUN_ID_FIELD, fields_of, read_form
 from api.structure import dag_view, owners
 from api.templating import render
-from state.core import DagModel
+from state.core import DagModel, utcnow
 from state.engine import RunExists, create_run
 from state.records import Role
-from state.views import get_dag, grid_cells, recent_runs
+from state.views import get_dag, grid_cells, recent_runs, runs_by_day
 from tradewind.ids import InvalidId
 
 router = APIRouter()
 GRID_RUNS = 25
 MAX_GRID_RUNS = 100
-TABS = ("grid", "graph", "code", "details")
+TABS = ("grid", "graph", "calendar", "code", "details")
+CALENDAR_WEEKS = 53
 _MARKDOWN = MarkdownIt("commonmark", {"html": False})  # a DAG's doc is text, never raw HTML
 
 
@@ -111,6 +114,60 @@ def _graph_context(session: DbSession, model: DagModel, request: Request) -> dic
     }
 
 
+@dataclass(frozen=True)
+class Day:
+    """One cell of the calendar: a UTC day and its runs by state."""
+
+    day: dt.date
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def state(self) -> str:
+        """What the cell shows: failed if any run failed, then running, queued, success."""
+        for state in ("failed", "running", "queued", "success"):
+            if self.counts.get(state):
+                return state
+        return "none"
+
+    @property
+    def title(self) -> str:
+        runs = ", ".join(f"{count} {state}" for state, count in sorted(self.counts.items()))
+        return f"{self.day:%a %Y-%m-%d}: {runs or 'no run'}"
+
+
+def _calendar_context(session: DbSession, model: DagModel) -> dict[str, Any]:
+    """The last ``CALENDAR_WEEKS`` weeks, Monday first, each day with its runs by state."""
+    today = utcnow().date()
+    first = today - dt.timedelta(days=today.weekday() + 7 * (CALENDAR_WEEKS - 1))
+    since = dt.datetime.combine(first, dt.time(), dt.UTC)
+    counts = runs_by_day(session, model.dag_id, since)
+    weeks = [
+        [Day(day, counts.get(day.isoformat(), {})) for day in _week(first + dt.timedelta(weeks=n))]
+        for n in range(CALENDAR_WEEKS)
+    ]
+    months = [
+        (n, week[0].day.strftime("%b"))
+        for n, week in enumerate(weeks)
+        if n == 0 or week[0].day.month != weeks[n - 1][0].day.month
+    ]
+    busiest = max((day.total for week in weeks for day in week), default=0)
+    return {
+        "weeks": weeks,
+        "months": dict(months),
+        "today": today,
+        "busiest": busiest,
+        "run_days": sum(1 for week in weeks for day in week if day.total),
+    }
+
+
+def _week(monday: dt.date) -> list[dt.date]:
+    return [monday + dt.timedelta(days=n) for n in range(7)]
+
+
 def _source(model: DagModel) -> str | None:
     try:
         return Path(model.fileloc).read_text(encoding="utf-8", errors="replace")
@@ -141,6 +198,8 @@ def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) 
         context |= _grid_context(session, model, request)
     elif tab == "graph":
         context |= _graph_context(session, model, request)
+    elif tab == "calendar":
+        context |= _calendar_context(session, model)
     elif tab == "code":
         context["source"] = _source(model)
     return render(request, "pages/dag.html", context)

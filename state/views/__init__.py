@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         list_events_page,
         queued_for_dag,
     )
+    from state.views.calendar import runs_by_day
     from state.views.listing import (
         DagFilter,
         PoolUse,
@@ -138,6 +139,7 @@ _MODULE_OF = {
     "recent_runs": "overview",
     "run_counts": "listing",
     "run_states": "run_following",
+    "runs_by_day": "calendar",
     "run_task_instances": "run_listing",
     "run_waits": "run_following",
     "task_ids_in_states": "run_listing",
@@ -206,6 +208,7 @@ __all__ = [
     "run_states",
     "run_task_instances",
     "run_waits",
+    "runs_by_day",
     "task_ids_in_states",
     "task_instance_by_id",
     "task_state_values",

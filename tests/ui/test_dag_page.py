@@ -234,3 +234,20 @@ def test_run_bars_are_as_tall_as_the_runs_were_long(signed_in: Client, home: Hom
     assert 'style="height: 34px"\n        title="long' in html
     assert 'style="height: 9px"\n        title="short' in html  # 6 + 28 * 10%
     assert "· not started" in html
+
+
+def test_the_calendar_counts_runs_by_utc_day(signed_in: Client, home: Home) -> None:
+    import datetime as dt
+
+    from state.core.models import DagRun, utcnow
+
+    late = utcnow().replace(hour=23, minute=30) - dt.timedelta(days=3)  # near midnight, UTC
+    for n, state in enumerate(["success", "success", "failed"]):
+        home.trigger("etl", run_id=f"day{n}")
+        with session_scope(home.url) as session:
+            session.query(DagRun).filter_by(run_id=f"day{n}").update(
+                {"logical_date": late, "state": state}
+            )
+    html = signed_in("viewer").get("/dags/etl?tab=calendar").text
+    assert f'title="{late:%a %Y-%m-%d}: 1 failed, 2 success"' in html
+    assert 'class="day state-failed level-4"' in html

@@ -161,6 +161,10 @@ class StoreDialect(HotStatements, Protocol):
         """The grouped rows' ``column`` as one list."""
         ...
 
+    def utc_day(self, column: Any) -> ColumnElement[Any]:
+        """The UTC calendar day of a ``UTCDateTime`` ``column``, as ``YYYY-MM-DD`` text."""
+        ...
+
     def notify_run_created(self, session: Session, channel: str) -> None:
         """Wake the schedulers listening on ``channel`` once the transaction commits."""
         ...

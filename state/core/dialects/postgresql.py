@@ -189,6 +189,10 @@ class PostgreSQL(SqlStatements):
         # Measured: PostgreSQL's json_agg cost a grid more than its array_agg.
         return func.array_agg(column)
 
+    def utc_day(self, column: Any) -> ColumnElement[Any]:
+        # In UTC whatever the session's TimeZone: a timestamptz's date() would follow it.
+        return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD")
+
     def notify_run_created(self, session: Session, channel: str) -> None:
         session.execute(text(f"NOTIFY {channel}"))
 

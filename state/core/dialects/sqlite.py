@@ -155,6 +155,9 @@ class SQLite(SqlStatements):
     def aggregate_list(self, column: Any) -> ColumnElement[Any]:
         return func.json_group_array(column, type_=JSON)
 
+    def utc_day(self, column: Any) -> ColumnElement[Any]:
+        return func.date(column)  # stored as UTC text (UTCDateTime)
+
     def notify_run_created(self, session: Session, channel: str) -> None:
         """Nothing: a scheduler on SQLite waits its whole interval (``state.engine.run_wake``)."""
 
