@@ -3,8 +3,8 @@
 ``wait_for_export`` is a ``@task.sensor`` in ``mode="reschedule"``: each poke is a short try that
 gives its worker slot back and comes again after ``poke_interval`` (its state meanwhile is
 ``up_for_reschedule``), until the poke says done or ``timeout`` passes (then it fails). Here the
-"export" is ready six seconds after the run's logical date (the time it was triggered), so it takes a few pokes; its
-``PokeReturnValue`` carries the export's name to ``load_export`` as an XCom.
+"export" is ready six seconds after the run's logical date (when it was triggered), so it takes
+a few pokes; its ``PokeReturnValue`` carries the export's name to ``load_export`` as an XCom.
 
 Run it with ``tradewind standalone --run sensor_example``; the task's page shows each poke.
 """
