@@ -17,6 +17,8 @@ from tradewind.settings import log_path
 
 #: The most bytes of a log one API response carries; the rest comes with the continuation token.
 MAX_LOG_CHUNK_BYTES = 1024 * 1024
+#: And the most lines: each is an item of its own in the JSON (time, level, logger, source).
+MAX_LOG_CHUNK_LINES = 5000
 
 
 class BadLogToken(ValueError):
@@ -45,11 +47,19 @@ def try_log(logs_folder: Path, key: tuple[str, str, str, int], try_number: int) 
 
 
 def read_chunk(path: Path, token: str | None) -> LogChunk:
-    """Up to ``MAX_LOG_CHUNK_BYTES`` of whole lines from ``token``'s offset (0 without one)."""
+    """Up to ``MAX_LOG_CHUNK_BYTES`` and ``MAX_LOG_CHUNK_LINES`` of whole lines from ``token``'s
+    offset (0 without one)."""
     offset = _offset(token, path.stat().st_size)
-    window = read_after(path, offset, MAX_LOG_CHUNK_BYTES)
-    next_offset = window.end if window.end < window.size else None
-    return LogChunk(window.text.splitlines(), next_offset)
+    data, size = _after(path, offset, MAX_LOG_CHUNK_BYTES)
+    end = -1
+    for _ in range(MAX_LOG_CHUNK_LINES):
+        end = data.find(b"\n", end + 1)
+        if end < 0:
+            break
+    else:
+        data = data[: end + 1]
+    next_offset = offset + len(data)
+    return LogChunk(_text(data).splitlines(), next_offset if next_offset < size else None)
 
 
 def read_after(path: Path, offset: int, limit_bytes: int) -> LogWindow:
@@ -58,6 +68,12 @@ def read_after(path: Path, offset: int, limit_bytes: int) -> LogWindow:
     The last line is cut only when a single line is longer than the limit (none the supervisor
     writes is, with the default limits).
     """
+    data, size = _after(path, offset, limit_bytes)
+    return LogWindow(_text(data), offset, offset + len(data), size)
+
+
+def _after(path: Path, offset: int, limit_bytes: int) -> tuple[bytes, int]:
+    """The bytes of whole lines after ``offset`` (at most ``limit_bytes``), and the file's size."""
     with path.open("rb") as log_file:
         size = log_file.seek(0, 2)
         log_file.seek(min(offset, size))
@@ -65,7 +81,7 @@ def read_after(path: Path, offset: int, limit_bytes: int) -> LogWindow:
     end_of_lines = data.rfind(b"\n") + 1
     if len(data) == limit_bytes and end_of_lines:
         data = data[:end_of_lines]
-    return LogWindow(_text(data), offset, offset + len(data), size)
+    return data, size
 
 
 def read_before(path: Path, before: int, limit_bytes: int) -> LogWindow:

@@ -77,10 +77,15 @@ class TaskInstanceHistoryCollectionResponse(BaseModel):
 
 
 class StructuredLogMessage(BaseModel):
+    """One log line, as Airflow 3's structured log items (``api/log_lines.py``)."""
+
     model_config = ConfigDict(extra="allow")
 
     timestamp: dt.datetime | None = None
     event: str
+    level: str | None = None
+    logger: str | None = None
+    source: str | None = None
 
 
 class TaskInstancesLogResponse(BaseModel):

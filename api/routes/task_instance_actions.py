@@ -9,6 +9,7 @@ from fastapi.responses import PlainTextResponse, Response
 
 from api.dependencies import Situation, blockers
 from api.deps import CanRead, Context, DbSession
+from api.log_lines import parse
 from api.logs import read_chunk, try_log
 from api.models.task_instances import (
     StructuredLogMessage,
@@ -57,7 +58,16 @@ def get_log(
         return PlainTextResponse("\n".join(chunk.lines) + "\n")
     next_token = None if chunk.next_offset is None else str(chunk.next_offset)
     return TaskInstancesLogResponse(
-        content=[StructuredLogMessage(event=line) for line in chunk.lines],
+        content=[
+            StructuredLogMessage(
+                timestamp=line.timestamp,
+                event=line.event,
+                level=line.level,
+                logger=line.logger,
+                source=line.source,
+            )
+            for line in parse(chunk.lines)
+        ],
         continuation_token=next_token,
     )
 

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from api.logs import MAX_LOG_CHUNK_BYTES
+from api.logs import MAX_LOG_CHUNK_BYTES, MAX_LOG_CHUNK_LINES
 from api.pages.task_instances import LOG_CHUNK_BYTES
 from state.core.db import session_scope
 from state.core.models import TaskInstance, utcnow
@@ -57,13 +57,15 @@ def test_the_api_serves_a_200_mb_log_in_bounded_chunks_in_order(
     url = f"{RUN}/taskInstances/extract/logs/1"
     first = api.get(url, headers=as_role("viewer"))
     conforms("TaskInstancesLogResponse", first.json())
-    assert len(first.content) < 2 * MAX_LOG_CHUNK_BYTES  # the JSON of at most 1 MiB of lines
+    assert len(first.content) < 2 * MAX_LOG_CHUNK_BYTES  # the JSON of at most 1 MiB or 5,000 lines
     body = first.json()
     assert body["content"][0]["event"] == "the very first line"
     token = body["continuation_token"]
     assert 0 < int(token) <= MAX_LOG_CHUNK_BYTES
     second = api.get(url, params={"token": token}, headers=as_role("viewer")).json()
-    assert second["content"][0]["event"].endswith("stdout: filler " + _next_filler(body))
+    assert second["content"][0]["event"] == "filler " + _next_filler(body)
+    assert (second["content"][0]["level"], second["content"][0]["source"]) == ("info", "stdout")
+    assert len(body["content"]) == MAX_LOG_CHUNK_LINES
     last_token = str(path.stat().st_size - len("the very last line\n"))
     last = api.get(url, params={"token": last_token}, headers=as_role("viewer")).json()
     assert [line["event"] for line in last["content"]] == ["the very last line"]
