@@ -35,6 +35,10 @@ from state.engine.run_life import tasks_in_run
 from state.engine.run_wake import notify_run_created
 from state.records import refers_to_object
 from tradewind.ids import check_run_id
+from tradewind.timetable_base import InvalidTimetable
+from tradewind.timetable_store import rebuild_timetable
+from tradewind.timetables import timetable_of
+from tradewind.timezones import as_utc
 
 TI = TaskInstanceState
 
@@ -94,6 +98,9 @@ def create_run(
         check_run_id(run_id)  # InvalidId: a run id a log folder cannot safely be named after
     dag_model = get_dag_model(session, dag_id)
     now = utcnow()
+    if data_interval is None and run_type in _BY_HAND:
+        logical_date = logical_date or now
+        data_interval = manual_interval(structure_of(dag_model), logical_date)
     run = DagRun(
         dag_id=dag_id,
         run_id=run_id or f"{run_type}__{now.isoformat(timespec='microseconds')}",
@@ -121,6 +128,35 @@ def create_run(
         session.execute(insert(TI_TABLE), rows)
     notify_run_created(session)
     return run
+
+
+#: The runs a person asks for: their data interval is the schedule's, inferred as Airflow does.
+_BY_HAND = frozenset({"manual", "test"})
+
+
+def manual_interval(
+    structure: DagStructure, run_after: dt.datetime
+) -> tuple[dt.datetime, dt.datetime] | None:
+    """The data interval of a run asked for at ``run_after``, as Airflow infers it: a cron
+    schedule's latest complete interval, ``run_after`` less a timedelta schedule's delta, a
+    timetable object's own answer, and the instant ``run_after`` for a DAG with no schedule."""
+    if structure.timetable is not None:
+        try:
+            table = rebuild_timetable(structure.timetable)
+            interval = table.infer_manual_data_interval(run_after=run_after)
+        except (InvalidTimetable, ImportError, AttributeError, TypeError, ValueError):
+            return None  # a timetable class that cannot be rebuilt here: no interval, as before
+        return as_utc(interval.start), as_utc(interval.end)
+    schedule = structure.schedule
+    if schedule is None or schedule in ("@once", "@continuous"):
+        return run_after, run_after
+    if schedule.startswith("interval:"):
+        delta = dt.timedelta(seconds=float(schedule.removeprefix("interval:")))
+        return run_after - delta, run_after
+    cron = timetable_of(schedule, run_after, structure.timezone)
+    assert cron is not None  # None only for "@once"
+    end = cron.last_at_or_before(run_after)
+    return cron.before(end), end
 
 
 def verify_integrity(
