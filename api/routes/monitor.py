@@ -32,19 +32,20 @@ class BaseInfoResponse(BaseModel):
     status: str | None
 
 
+# As Airflow's OpenAPI: every field required, each may be null.
 class SchedulerInfoResponse(BaseModel):
-    status: str | None = None
-    latest_scheduler_heartbeat: str | None = None
+    status: str | None
+    latest_scheduler_heartbeat: str | None
 
 
 class TriggererInfoResponse(BaseModel):
-    status: str | None = None
-    latest_triggerer_heartbeat: str | None = None
+    status: str | None
+    latest_triggerer_heartbeat: str | None
 
 
 class DagProcessorInfoResponse(BaseModel):
-    status: str | None = None
-    latest_dag_processor_heartbeat: str | None = None
+    status: str | None
+    latest_dag_processor_heartbeat: str | None
 
 
 class HealthInfoResponse(BaseModel):
@@ -75,8 +76,8 @@ def get_health(context: Context, response: Response) -> HealthInfoResponse:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
         return HealthInfoResponse(
             metadatabase=BaseInfoResponse(status=UNHEALTHY),
-            scheduler=SchedulerInfoResponse(),
-            triggerer=TriggererInfoResponse(),
+            scheduler=SchedulerInfoResponse(status=None, latest_scheduler_heartbeat=None),
+            triggerer=TriggererInfoResponse(status=None, latest_triggerer_heartbeat=None),
         )
     scheduler, triggerer = kinds[JobKind.SCHEDULER], kinds[JobKind.TRIGGERER]
     processor = kinds[JobKind.DAG_PROCESSOR]
