@@ -26,7 +26,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from api.bodies import BodyCheck
 from api.concurrency import ConcurrencyLimit
 from api.context import AppContext, Purgers
-from api.deps import PageRefused, PageUser, SignInRequired
+from api.deps import PageRefused, SignInRequired
 from api.docs import DOCS_ASSETS, api_docs, api_redoc
 from api.headers import SecurityHeaders
 from api.limits import BodyLimit
@@ -54,7 +54,7 @@ from api.routes import (
 )
 from api.strict_query import known_query_only
 from api.structure import BadConf
-from api.templating import STATIC_DIR, render
+from api.templating import STATIC_DIR
 from state.core import BadOrdering, IllegalTransition, NotFound, SecretUnreadable
 from state.engine import (
     BackfillEnded,
@@ -147,7 +147,6 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     app.add_exception_handler(DataError, _unstorable)
     app.mount("/static/docs", StaticFiles(directory=DOCS_ASSETS), name="docs-assets")
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    app.add_api_route("/", home, include_in_schema=False)
     app.add_api_route("/docs", api_docs, include_in_schema=False)
     app.add_api_route("/redoc", api_redoc, include_in_schema=False)
     app.add_middleware(
@@ -206,11 +205,6 @@ async def _page_refused(request: Request, error: Exception) -> Response:
 async def _to_sign_in(_request: Request, error: Exception) -> Response:
     path = error.path if isinstance(error, SignInRequired) else "/"
     return RedirectResponse(f"/auth/login?next={quote(path)}", status.HTTP_303_SEE_OTHER)
-
-
-def home(request: Request, _: PageUser) -> Response:
-    """The landing page: who is signed in (the UI's pages start from here)."""
-    return render(request, "home.html")
 
 
 __all__ = ["API_PREFIX", "Purgers", "create_app"]

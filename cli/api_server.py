@@ -12,6 +12,7 @@ import typer
 
 from cli.common import fail, settings_or_exit, setup_logging
 from cli.store import open_store
+from state.records import JobKind, keep_beating
 from tradewind.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -51,10 +52,13 @@ def api_server(
     open_store(settings)
     setup_logging()
     app = create_app(settings, purgers_for(settings))
-    uvicorn.run(
-        app,
-        host=host or settings.api_host,
-        port=port or settings.api_port,
-        log_level="info",
-        proxy_headers=True,
-    )
+    # uvicorn returns from a SIGTERM or Ctrl-C once its requests are done: the job row ends.
+    beats = settings.job_heartbeat_seconds
+    with keep_beating(settings.sql_url, JobKind.API_SERVER, beats):
+        uvicorn.run(
+            app,
+            host=host or settings.api_host,
+            port=port or settings.api_port,
+            log_level="info",
+            proxy_headers=True,
+        )

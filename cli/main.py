@@ -4,7 +4,10 @@ as the API does, may import every part, and no part imports it.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 
 import typer
 
@@ -15,6 +18,7 @@ from cli import (
     connections,
     dags,
     db,
+    jobs,
     pools,
     rotate_key,
     runs,
@@ -50,6 +54,7 @@ app.add_typer(variables.app, name="variables")
 app.add_typer(broker.app, name="broker")
 app.add_typer(users.app, name="users")
 app.add_typer(assets.app, name="assets")
+app.add_typer(jobs.app, name="jobs")
 app.command()(standalone.standalone)
 app.command("api-server")(api_server.api_server)
 app.command("rotate-fernet-key")(rotate_key.rotate_fernet_key)
@@ -62,7 +67,11 @@ def scheduler() -> None:
 
     settings = settings_or_exit()
     setup_logging()
-    Scheduler(settings).run_forever()
+    stop = threading.Event()
+    # SIGTERM (compose, honcho, systemd) ends the loop as Ctrl-C does: the job row ends too.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        Scheduler(settings).run_forever(stop)
 
 
 @app.command(

@@ -53,12 +53,14 @@ from state.engine import (
     try_schedule_run,
     waits_on_past,
 )
-from state.records import purge_expired_states
+from state.records import Heart, JobKind, purge_expired_states
 from tradewind.dag_processor import ProcessorLimits, StoredDag
 from tradewind.loader import dag_files
 from tradewind.settings import Settings
 
 log = logging.getLogger("tradewind.scheduler")
+#: How long a stopping scheduler waits for its DAG sync to finish (and end its job row).
+SYNC_STOP_SECONDS = 5.0
 
 
 @dataclass
@@ -99,35 +101,52 @@ class Scheduler:
         self.url = self.settings.sql_url
 
     def run_forever(self, stop: threading.Event | None = None) -> None:
+        """Loop until ``stop``; the scheduler's job row beats from the loop itself, so a loop
+        that hangs reads as unhealthy, and ends with it (``failed`` if the loop raised)."""
         stop = stop or threading.Event()
         log.info("scheduler started: DAGs in %s", self.settings.resolved_dags_folder)
+        heart = self._heart(JobKind.SCHEDULER).start()
         wakeups = RunWakeups(self.url)  # a run created meanwhile cuts the wait short
         wakeups.listen()
         self._syncing_apart = True
-        threading.Thread(
+        syncing = threading.Thread(
             target=self._sync_forever, args=(stop,), name="dag-sync", daemon=True
-        ).start()
-        try:
-            while not stop.is_set():
-                started = time.monotonic()
-                self._loop_once()
-                interval = self.settings.scheduler_interval_seconds
-                wakeups.wait(max(0.0, interval - (time.monotonic() - started)), stop)
-        finally:
-            self._syncing_apart = False
-            wakeups.close()
+        )
+        syncing.start()
+        with heart:
+            try:
+                while not stop.is_set():
+                    started = time.monotonic()
+                    self._loop_once()
+                    heart.beat_if_due()
+                    interval = self.settings.scheduler_interval_seconds
+                    wakeups.wait(max(0.0, interval - (time.monotonic() - started)), stop)
+            finally:
+                self._syncing_apart = False
+                wakeups.close()
+                stop.set()  # the sync thread too: its job ends unless a file keeps it importing
+                syncing.join(timeout=SYNC_STOP_SECONDS)
+
+    def _heart(self, kind: JobKind) -> Heart:
+        return Heart(self.url, kind, self.settings.job_heartbeat_seconds)
 
     def _sync_forever(self, stop: threading.Event) -> None:
-        """Sync the DAGs folder each interval while the loop schedules, until ``stop``."""
-        while not stop.is_set():
-            try:
-                self.sync_if_changed()
-            except STORE_ERRORS as error:
-                if not is_store_outage(error):  # an outage is the loop's line to say
-                    log.exception("DAG sync failed; trying again")
-            except Exception:
+        """Sync the DAGs folder each interval while the loop schedules, until ``stop``; its
+        ``dag_processor`` job beats between syncs."""
+        with self._heart(JobKind.DAG_PROCESSOR).start() as heart:
+            while not stop.is_set():
+                self._sync_once()
+                heart.beat_if_due()
+                stop.wait(self.settings.scheduler_interval_seconds)
+
+    def _sync_once(self) -> None:
+        try:
+            self.sync_if_changed()
+        except STORE_ERRORS as error:
+            if not is_store_outage(error):  # an outage is the loop's line to say
                 log.exception("DAG sync failed; trying again")
-            stop.wait(self.settings.scheduler_interval_seconds)
+        except Exception:
+            log.exception("DAG sync failed; trying again")
 
     def _loop_once(self) -> None:
         """One loop; a store outage is logged once, any other failure each time, with its trace."""

@@ -6,6 +6,7 @@ accepts, never surface later as a confusing failure deep inside a worker.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import re
 from pathlib import Path
@@ -48,6 +49,11 @@ class Settings(BaseSettings):
     # How many deliveries of one try (a task that keeps killing its worker) before it is failed.
     max_deliveries: int = Field(default=3, ge=1)
     scheduler_interval_seconds: float = Field(default=1.0, gt=0)
+    # Every long-running component (scheduler, worker, triggerer, API server) beats its `job`
+    # row this often; one whose last beat is older than the threshold reads as unhealthy
+    # (/api/v2/monitor/health, `tradewind jobs check`, the UI's home: state/records/jobs.py).
+    job_heartbeat_seconds: float = Field(default=5.0, gt=0)
+    job_health_threshold_seconds: float = Field(default=30.0, gt=0)
     # DAG files are imported in child processes (tradewind/dag_processor.py, docs/dag-folders.md):
     # seconds one file may take (Airflow's dag_file_processor_timeout), the child's address space
     # in MiB (0: no limit), and how many children import at once.
@@ -130,6 +136,20 @@ class Settings(BaseSettings):
                     "characters; make one with `tradewind rotate-fernet-key --generate`)"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _threshold_outlasts_a_beat(self) -> Settings:
+        # A threshold no longer than the interval would read every healthy job as unhealthy.
+        if self.job_health_threshold_seconds <= self.job_heartbeat_seconds:
+            raise ValueError(
+                "TRADEWIND_JOB_HEALTH_THRESHOLD_SECONDS must be greater than "
+                "TRADEWIND_JOB_HEARTBEAT_SECONDS"
+            )
+        return self
+
+    @property
+    def job_health_threshold(self) -> dt.timedelta:
+        return dt.timedelta(seconds=self.job_health_threshold_seconds)
 
     @model_validator(mode="after")
     def _object_storage_has_a_url(self) -> Settings:

@@ -46,6 +46,7 @@ from state.core import (
     set_pool_size,
 )
 from state.engine import ClaimUnavailable, Enqueue
+from state.records import Heart, JobKind, keep_beating
 from tradewind.settings import get_settings
 from worker.fork_server.client import stop_fork_server, use_fork_server
 from worker.supervisor.execute import execute
@@ -227,6 +228,27 @@ def _fresh_pool_process(**_: Any) -> None:
     use_fork_server()
 
 
+#: This worker's job row, beating from a thread of the worker's main process (never a pool
+#: process's: ``worker_ready`` and ``worker_shutdown`` are sent there only).
+_heart: dict[str, Heart] = {}
+
+
+def _register_the_worker(sender: Any, **_: Any) -> None:
+    if "worker" in _heart:  # Celery sends worker_ready once; a second would be a second row
+        return
+    settings = get_settings()
+    name = getattr(sender, "hostname", None)  # the node's name: w1@host
+    _heart["worker"] = keep_beating(
+        settings.sql_url, JobKind.WORKER, settings.job_heartbeat_seconds, name=name
+    )
+
+
+def _end_the_worker(**_: Any) -> None:
+    heart = _heart.pop("worker", None)
+    if heart is not None:
+        heart.stop()
+
+
 def _supervisors_done(**_: Any) -> None:
     # The pool process exits, or the threads pool has stopped (its threads' tries are over):
     # every fork server goes, and with it the task processes left (idle warm ones).
@@ -259,5 +281,7 @@ signals.worker_init.connect(_worker_starts)
 signals.worker_process_init.connect(_fresh_pool_process)
 signals.worker_process_shutdown.connect(_supervisors_done)
 signals.worker_shutdown.connect(_supervisors_done)
+signals.worker_shutdown.connect(_end_the_worker)
+signals.worker_ready.connect(_register_the_worker)
 signals.worker_ready.connect(_quiet_the_cancel_warning)
 signals.worker_ready.connect(_say_the_pool)

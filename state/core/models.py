@@ -71,7 +71,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0014_fernet"
+SCHEMA_REVISION = "0015_jobs"
 
 
 class Base(DeclarativeBase):
@@ -473,6 +473,36 @@ class BackfillDagRun(Base):
 
     dag_run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     backfill_id: Mapped[int] = mapped_column(Integer)
+
+
+class Job(Base):
+    """A long-running component (scheduler, worker, triggerer, API server, DAG processor) and
+    its heartbeats, as Airflow's ``job`` table: one row per process start.
+
+    Whether it is alive is derived when read (``state = 'running'`` and a heartbeat younger
+    than the reader's threshold), never stored: a process SIGKILLed leaves its row running,
+    and its heartbeat ages (state/records/jobs.py).
+    """
+
+    __tablename__ = "job"
+    __table_args__ = (
+        Index("ix_job_type_heartbeat", "job_type", "latest_heartbeat"),
+        Index("ix_job_state_heartbeat", "state", "latest_heartbeat"),
+        # Ids never reused (SQLite too): a heart whose row was deleted never beats another's.
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_type: Mapped[str] = mapped_column(String(30))
+    state: Mapped[str] = mapped_column(String(20))
+    hostname: Mapped[str] = mapped_column(String(500))
+    pid: Mapped[int] = mapped_column(Integer)
+    unixname: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    # What the process calls itself where a host runs several (a Celery node's name).
+    name: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    start_date: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    end_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    latest_heartbeat: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         queued_for_dag,
     )
     from state.views.calendar import runs_by_day
+    from state.views.home import DagsIn, HomeFacts, RecentEvent, RecentRun, home_facts
     from state.views.listing import (
         DagFilter,
         PoolUse,
@@ -83,6 +84,11 @@ if TYPE_CHECKING:
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
 _MODULE_OF = {
+    "DagsIn": "home",
+    "HomeFacts": "home",
+    "RecentEvent": "home",
+    "RecentRun": "home",
+    "home_facts": "home",
     "AssetFilter": "asset_listing",
     "AssetView": "asset_listing",
     "DagFilter": "listing",
@@ -154,12 +160,16 @@ __all__ = [
     "AssetFilter",
     "AssetView",
     "DagFilter",
+    "DagsIn",
     "EventFilter",
     "EventRow",
     "GridCounts",
     "HandMadeEvent",
+    "HomeFacts",
     "ItemsProgress",
     "PoolUse",
+    "RecentEvent",
+    "RecentRun",
     "RunFilter",
     "RunSummary",
     "TIFilter",
@@ -183,6 +193,7 @@ __all__ = [
     "get_task_instance",
     "get_xcom",
     "grid_cells",
+    "home_facts",
     "import_error_id",
     "items_counts",
     "items_of_run",

@@ -110,6 +110,11 @@ def test_compose_commands_run_a_dag(fleet) -> None:
     fleet.trigger("xcom_pipeline", "compose")
     assert fleet.wait_run("xcom_pipeline", "compose") == "success"
     fleet.wait_for(lambda: _health(port) == "healthy", 60, "the API server's health")
+    for name in ("scheduler", "worker"):  # their healthchecks, as compose runs them in each
+        probe = services[name]["healthcheck"]["test"]
+        assert probe[0] == "CMD", name
+        checked = subprocess.run(_argv(probe[1:]), env=fleet.env, capture_output=True, timeout=60)
+        assert checked.returncode == 0, (name, checked.stderr)
     fleet.wait_for(lambda: _flower_status(flower_port, "ops:flower-pw-61") == 200, 60, "Flower")
     assert _flower_status(flower_port) == 401
     assert _flower_status(flower_port, "ops:wrong") == 401
