@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         variable_keys,
     )
     from state.records.dags import NoSuchDag, set_paused
+    from state.records.events import TRIGGERED_BY, About, Actor, record_event
     from state.records.marking import (
         BadMark,
         delete_run,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         mark_task_instances,
         set_state_value,
     )
+    from state.records.notes import MAX_NOTE_CHARS, BadNote, set_run_note, set_ti_note
     from state.records.partitions import (
         Contribution,
         KeyedEvent,
@@ -69,6 +71,14 @@ if TYPE_CHECKING:
     )
     from state.records.rendered_names import set_rendered_map_index
     from state.records.run_facts import run_facts
+    from state.records.tries import (
+        TryView,
+        cleared_try,
+        history_state,
+        keep_cleared_try,
+        keep_try,
+        tries_of,
+    )
     from state.records.users import (
         NoSuchUser,
         Role,
@@ -99,6 +109,20 @@ if TYPE_CHECKING:
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
 _MODULE_OF = {
+    "TRIGGERED_BY": "events",
+    "About": "events",
+    "Actor": "events",
+    "record_event": "events",
+    "MAX_NOTE_CHARS": "notes",
+    "BadNote": "notes",
+    "set_run_note": "notes",
+    "set_ti_note": "notes",
+    "TryView": "tries",
+    "history_state": "tries",
+    "cleared_try": "tries",
+    "keep_cleared_try": "tries",
+    "keep_try": "tries",
+    "tries_of": "tries",
     "BATCH_PREFIX": "checkpoints",
     "BY_HAND": "assets",
     "BadMark": "marking",
@@ -184,7 +208,12 @@ __all__ = [
     "BY_HAND",
     "CHECKPOINT_PREFIX",
     "MARKER_KEY",
+    "MAX_NOTE_CHARS",
+    "TRIGGERED_BY",
+    "About",
+    "Actor",
     "BadMark",
+    "BadNote",
     "Contribution",
     "EventSource",
     "EventView",
@@ -197,11 +226,13 @@ __all__ = [
     "Resealed",
     "Role",
     "TIKey",
+    "TryView",
     "UserExists",
     "alias_resolutions",
     "asset_events_for_task",
     "batch_number",
     "claim_partition",
+    "cleared_try",
     "connection_ids",
     "consume",
     "create_user",
@@ -220,6 +251,9 @@ __all__ = [
     "get_user",
     "get_user_by_id",
     "get_variable",
+    "history_state",
+    "keep_cleared_try",
+    "keep_try",
     "list_assets",
     "list_connections",
     "list_events",
@@ -240,6 +274,7 @@ __all__ = [
     "read_xcom",
     "read_xcoms",
     "record_contributions",
+    "record_event",
     "record_events",
     "refers_to_object",
     "reseal_connection",
@@ -251,9 +286,12 @@ __all__ = [
     "set_paused",
     "set_rendered_map_index",
     "set_role",
+    "set_run_note",
     "set_state_value",
+    "set_ti_note",
     "set_variable",
     "sync_references",
+    "tries_of",
     "variable_keys",
     "write_asset_state",
     "write_state",

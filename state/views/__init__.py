@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         list_events_page,
         queued_for_dag,
     )
+    from state.views.event_listing import EventLogFilter, get_event_log, list_event_logs
     from state.views.listing import (
         DagFilter,
         PoolUse,
@@ -82,6 +83,9 @@ if TYPE_CHECKING:
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
 _MODULE_OF = {
+    "EventLogFilter": "event_listing",
+    "get_event_log": "event_listing",
+    "list_event_logs": "event_listing",
     "AssetFilter": "asset_listing",
     "AssetView": "asset_listing",
     "DagFilter": "listing",
@@ -153,6 +157,7 @@ __all__ = [
     "AssetView",
     "DagFilter",
     "EventFilter",
+    "EventLogFilter",
     "EventRow",
     "GridCounts",
     "HandMadeEvent",
@@ -174,6 +179,7 @@ __all__ = [
     "get_alias",
     "get_asset_view",
     "get_dag",
+    "get_event_log",
     "get_import_error",
     "get_pool_use",
     "get_run",
@@ -191,6 +197,7 @@ __all__ = [
     "list_assets_page",
     "list_connections_page",
     "list_dags",
+    "list_event_logs",
     "list_events_page",
     "list_import_errors",
     "list_pools",
