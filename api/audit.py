@@ -16,8 +16,7 @@ from fastapi import Depends, Request
 
 from api.deps import Principal, require, require_on_page
 from state.core import DagRun, TaskInstance
-from state.records import About, Actor, Role
-from state.records.events import Origin
+from state.records import About, Actor, Origin, Role
 
 
 def client_of(request: Request) -> str | None:

@@ -30,8 +30,7 @@ from api.security import TokenHolder, check_off_loop
 from api.templating import render
 from api.throttle import Throttled
 from state.core import session_scope, statement_scope
-from state.records import Actor, get_user, record_event, revoke_tokens
-from state.records.events import Origin
+from state.records import Actor, Origin, get_user, record_event, revoke_tokens
 
 router = APIRouter(prefix="/auth", tags=["Auth"])
 

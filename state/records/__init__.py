@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         variable_keys,
     )
     from state.records.dags import NoSuchDag, set_paused
-    from state.records.events import TRIGGERED_BY, About, Actor, record_event
+    from state.records.events import TRIGGERED_BY, About, Actor, Origin, record_event
     from state.records.marking import (
         BadMark,
         delete_run,
@@ -112,6 +112,7 @@ _MODULE_OF = {
     "TRIGGERED_BY": "events",
     "About": "events",
     "Actor": "events",
+    "Origin": "events",
     "record_event": "events",
     "MAX_NOTE_CHARS": "notes",
     "BadNote": "notes",
@@ -220,6 +221,7 @@ __all__ = [
     "KeyedEvent",
     "NoSuchDag",
     "NoSuchUser",
+    "Origin",
     "OutletEvent",
     "PendingPartition",
     "Queued",
