@@ -9,9 +9,12 @@ tests/integration/test_audit_fleet.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 
+from state.core.models import utcnow
 from tests.state.harness import TI, Home
 from tests.ui.conftest import csrf_of
 
@@ -79,3 +82,29 @@ def test_a_clear_from_the_task_page_keeps_the_try_and_says_who(
     assert '<td class="who">op</td>' in events
     body = op.get(f"{task}/partials/body").text
     assert 'id="pg-log"' in body and "try 2" in body.lower()
+
+
+def test_the_events_tab_and_the_tries_in_chromium(
+    page: Any, sqlite_home: Home, shoot: Callable[[Any, str], Path]
+) -> None:
+    """Looked at: a DAG's Events tab after a clear in the browser, and the task page's tries."""
+    home = sqlite_home
+    run_pk = home.trigger("solo", run_id="r1")
+    (queued,) = home.schedule(run_pk)
+    failed = {"hostname": "w1", "error": "RuntimeError: source not ready"}
+    home.end_try(queued.ti_id, TI.FAILED, start_date=utcnow(), end_date=utcnow(), **failed)
+    page.goto(f"{RUN}/tasks/only")
+    page.fill("form.note textarea", "the source was late")
+    page.click("form.note button")
+    page.locator("form[action$='/tasks/only/clear'] button").click()
+    (queued,) = home.schedule(run_pk)
+    home.end_try(queued.ti_id, TI.SUCCESS, hostname="w2", start_date=utcnow(), end_date=utcnow())
+    page.goto(f"{RUN}/tasks/only")
+    tries = page.locator("table.pg-tries")
+    assert tries.locator('tr[data-try="1"]').get_attribute("data-state") == "failed"
+    assert tries.locator('tr[data-try="2"]').get_attribute("data-state") == "success"
+    shoot(page, "task_tries")
+    page.goto("/dags/solo?tab=events")
+    row = page.locator('tr[data-event="post_clear_task_instances"]')
+    assert row.locator("td.who").inner_text() == "admin"
+    shoot(page, "events_tab")
