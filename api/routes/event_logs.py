@@ -22,6 +22,13 @@ Events = Annotated[list[str] | None, Query()]
 OneInt = Annotated[int | None, Query(ge=-(2**31), le=2**31 - 1)]
 
 
+def _utc(moment: dt.datetime | None) -> dt.datetime | None:
+    """A time without a zone is UTC (as Airflow reads it)."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=dt.UTC)
+
+
 @router.get("")
 def get_event_logs(
     _: CanRead,
@@ -59,8 +66,8 @@ def get_event_logs(
         event=event,
         excluded_events=excluded_events or (),
         included_events=included_events or (),
-        before=before,
-        after=after,
+        before=_utc(before),
+        after=_utc(after),
         dag_id_pattern=dag_id_pattern,
         task_id_pattern=task_id_pattern,
         run_id_pattern=run_id_pattern,
