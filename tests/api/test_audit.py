@@ -137,6 +137,11 @@ def test_tries_answer_each_try_with_its_values(
     assert api.post("/api/v2/dags/etl/clearTaskInstances", json=body, headers=user).is_success
     (queued,) = home.schedule(run_pk)
     home.end_try(queued.ti_id, TI.FAILED, hostname="h2")
+    store = f"{RUNS}/r1/taskInstances/extract/state-store/cursor"
+    assert api.put(store, json={"value": {"page": 7}}, headers=user).status_code == 204
+    (kept,) = _events(api, as_role, event="set_task_state_store")
+    assert (kept["owner"], kept["task_id"]) == ("user", "extract")
+    assert json.loads(str(kept["extra"]))["state_key"] == "cursor" and "7" not in str(kept["extra"])
     tries = api.get(f"{RUNS}/r1/taskInstances/extract/tries", headers=as_role("viewer")).json()
     conforms("TaskInstanceHistoryCollectionResponse", tries)
     rows = [TaskInstanceHistoryResponse(**t) for t in tries["task_instances"]]
