@@ -35,9 +35,11 @@ def test_actions_are_recorded_with_who_what_and_where(
     api: TestClient, as_role: Headers, home: Home
 ) -> None:
     user = as_role("user")
-    run = api.post(RUNS, json={"dag_run_id": "r1", "conf": {"n": 2}}, headers=user).json()
+    body = {"dag_run_id": "r1", "conf": {"n": 2}, "note": "backfill of a gap"}
+    run = api.post(RUNS, json=body, headers=user).json()
     conforms("DAGRunResponse", run)
     assert (run["triggered_by"], run["triggering_user_name"]) == ("rest_api", "user")
+    assert run["note"] == "backfill of a gap"
     api.patch("/api/v2/dags/etl", json={"is_paused": True}, headers=user)
     api.patch(f"{RUNS}/r1", json={"state": "failed"}, headers=user)
     api.post(f"{RUNS}/r1/clear", json={"dry_run": False}, headers=user)
