@@ -9,14 +9,21 @@ which address. The ``Page…`` ones do the same for the pages' forms, as ``ui``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from api.deps import Principal, require, require_on_page
+from api.deps import (
+    CanAdmin,
+    CanEdit,
+    CanRun,
+    PageCanAdmin,
+    PageCanEdit,
+    PageCanRun,
+    Principal,
+)
 from state.core import DagRun, TaskInstance
-from state.records import About, Actor, Origin, Role
+from state.records import About, Actor, Origin
 
 
 def client_of(request: Request) -> str | None:
@@ -39,19 +46,38 @@ def page_actor(request: Request, user: Principal) -> Actor:
     return Actor(user.username, "ui", client_of(request))
 
 
-def _acting(needed: Role, origin: Origin) -> Callable[..., Actor]:
-    check = require(needed) if origin == "api" else require_on_page(needed)
-
-    # ``check`` as a default: a string annotation naming a local would not resolve.
-    def actor(request: Request, user: Principal = Depends(check)) -> Actor:  # noqa: B008
-        return Actor(user.username, origin, client_of(request))
-
-    return actor
+def _actor(request: Request, user: Principal, origin: Origin) -> Actor:
+    return Actor(user.username, origin, client_of(request))
 
 
-ActingRunner = Annotated[Actor, Depends(_acting(Role.USER, "api"))]
-ActingEditor = Annotated[Actor, Depends(_acting(Role.OP, "api"))]
-ActingAdmin = Annotated[Actor, Depends(_acting(Role.ADMIN, "api"))]
-PageActingRunner = Annotated[Actor, Depends(_acting(Role.USER, "ui"))]
-PageActingEditor = Annotated[Actor, Depends(_acting(Role.OP, "ui"))]
-PageActingAdmin = Annotated[Actor, Depends(_acting(Role.ADMIN, "ui"))]
+# One dependency per role and way in: each takes the role check the routes took before.
+def _api_runner(request: Request, user: CanRun) -> Actor:
+    return _actor(request, user, "api")
+
+
+def _api_editor(request: Request, user: CanEdit) -> Actor:
+    return _actor(request, user, "api")
+
+
+def _api_admin(request: Request, user: CanAdmin) -> Actor:
+    return _actor(request, user, "api")
+
+
+def _page_runner(request: Request, user: PageCanRun) -> Actor:
+    return _actor(request, user, "ui")
+
+
+def _page_editor(request: Request, user: PageCanEdit) -> Actor:
+    return _actor(request, user, "ui")
+
+
+def _page_admin(request: Request, user: PageCanAdmin) -> Actor:
+    return _actor(request, user, "ui")
+
+
+ActingRunner = Annotated[Actor, Depends(_api_runner)]
+ActingEditor = Annotated[Actor, Depends(_api_editor)]
+ActingAdmin = Annotated[Actor, Depends(_api_admin)]
+PageActingRunner = Annotated[Actor, Depends(_page_runner)]
+PageActingEditor = Annotated[Actor, Depends(_page_editor)]
+PageActingAdmin = Annotated[Actor, Depends(_page_admin)]
