@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Request, status
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from api.audit import PageActingRunner, about_ti
+from api.audit import PageActingRunner, about_ti, about_tis
 from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser
 from api.logs import LogWindow, read_after, read_before, read_tail, try_log
@@ -361,8 +361,8 @@ def clear_task(
         tis = _chosen_tis(session, run, task_id, -1)
         purgers = context.purgers
         clear_task_instances(session, run, [task_id], False, purgers.xcoms, purgers.states)
-        for ti in tis:
-            record_event(session, who, "post_clear_task_instances", about_ti(ti, run.logical_date))
+        for about in about_tis(tis, run.logical_date):
+            record_event(session, who, "post_clear_task_instances", about)
     except MISSING as error:
         return missing(request, error)
     return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy.orm import Session
 
-from api.audit import ActingRunner, about_ti
+from api.audit import ActingRunner, about_ti, about_tis
 from api.deps import Context, DbSession
 from api.models.task_instances import (
     ClearTaskInstancesBody,
@@ -173,15 +173,9 @@ def post_clear_task_instances(
             ids = sorted({row.ti.task_id for row in rows})
             purgers = context.purgers
             clear_task_instances(session, run, ids, False, purgers.xcoms, purgers.states)
-            for row in rows:
-                extra = {"only_failed": body.only_failed, "only_running": body.only_running}
-                record_event(
-                    session,
-                    who,
-                    "post_clear_task_instances",
-                    about_ti(row.ti, row.logical_date),
-                    extra,
-                )
+            extra = {"only_failed": body.only_failed, "only_running": body.only_running}
+            for about in about_tis([row.ti for row in rows], run.logical_date):
+                record_event(session, who, "post_clear_task_instances", about, extra)
     if not body.dry_run:
         for row in chosen:
             session.refresh(row.ti)

@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
+from api.audit import about_tis
 from api.models.task_instances import TaskInstanceHistoryResponse
 from state.core.db import session_scope
-from state.core.models import DagRun
+from state.core.models import DagRun, TaskInstance
 from state.records import Actor, record_event
 from tests.api.conftest import PASSWORD, conforms
 from tests.state.harness import TI, Home
@@ -158,4 +159,17 @@ def test_tries_answer_each_try_with_its_values(
     cleared = _events(api, as_role, event="post_clear_task_instances")
     assert [(e["owner"], e["task_id"], e["try_number"]) for e in cleared] == [
         ("user", "extract", 1)
+    ]
+
+
+def test_a_clear_of_many_mapped_instances_is_one_event_per_task() -> None:
+    def ti(task_id: str, map_index: int) -> TaskInstance:
+        return TaskInstance(
+            dag_id="fan", run_id="r1", task_id=task_id, map_index=map_index, try_number=1
+        )
+
+    abouts = about_tis([ti("double", n) for n in range(2000)] + [ti("extract", -1)], None)
+    assert [(a.task_id, a.map_index, a.try_number) for a in abouts] == [
+        ("double", None, None),
+        ("extract", -1, 1),
     ]
