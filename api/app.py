@@ -42,6 +42,7 @@ from api.routes import (
     dag_extras,
     dag_runs,
     dags,
+    event_logs,
     monitor,
     pools,
     state_store,
@@ -64,7 +65,7 @@ from state.engine import (
     RunExists,
     UnknownDag,
 )
-from state.records import BadMark, NoSuchDag, NoSuchUser, UserExists
+from state.records import BadMark, BadNote, NoSuchDag, NoSuchUser, UserExists
 from tradewind.ids import InvalidId
 from tradewind.settings import Settings
 
@@ -82,6 +83,7 @@ REFUSALS: dict[type[Exception], int] = {
     InvalidId: status.HTTP_400_BAD_REQUEST,
     BadLogToken: status.HTTP_400_BAD_REQUEST,
     BadMark: status.HTTP_400_BAD_REQUEST,
+    BadNote: status.HTTP_400_BAD_REQUEST,
     InvalidBackfill: status.HTTP_400_BAD_REQUEST,
     PoolRefused: status.HTTP_400_BAD_REQUEST,
     RunExists: status.HTTP_409_CONFLICT,
@@ -111,6 +113,7 @@ _API_ROUTERS = (
     dag_extras,
     assets,
     backfills,
+    event_logs,
 )
 
 

@@ -18,6 +18,7 @@ from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 from cli.store import open_store, sync_folder
 from state.core import DagRunState, session_scope
 from state.engine import BackfillRequest, InvalidBackfill, UnknownDag, create_backfill
+from state.records import About, Actor, record_event
 from state.views import run_states
 
 _ENDED = (DagRunState.SUCCESS, DagRunState.FAILED)
@@ -45,7 +46,10 @@ def backfill(
     sync_folder(settings, url)
     try:
         with session_scope(url) as session:
-            done = create_backfill(session, BackfillRequest(dag_id, start, end))
+            actor = Actor.cli()
+            done = create_backfill(session, BackfillRequest(dag_id, start, end), actor.user)
+            extra = {"backfill_id": done.backfill_id, "runs": len(done.created)}
+            record_event(session, actor, "create_backfill", About(dag_id=dag_id), extra)
     except InvalidBackfill as error:
         fail(str(error), EXIT_BAD_INPUT)
     except UnknownDag as error:

@@ -17,7 +17,14 @@ import typer
 from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 from cli.store import open_store
 from state.core import session_scope
-from state.records import delete_connection, get_connection, list_connections, put_connection
+from state.records import (
+    Actor,
+    delete_connection,
+    get_connection,
+    list_connections,
+    put_connection,
+    record_event,
+)
 from tradewind.connections import Connection
 from worker.supervisor.logs import MASK
 
@@ -96,7 +103,8 @@ def add(
     connection = _from_options(conn_id, uri, fields)
     url = open_store(settings_or_exit())
     with session_scope(url) as session:
-        if get_connection(session, conn_id) is not None and not replace:
+        existed = get_connection(session, conn_id) is not None
+        if existed and not replace:
             fail(f"connection {conn_id!r} already exists (use --replace to overwrite it)")
         put_connection(
             session,
@@ -109,6 +117,9 @@ def add(
             port=connection.port,
             extra=connection.extra,
         )
+        event = "patch_connection" if existed else "post_connection"
+        named = {"connection_id": conn_id, "conn_type": connection.conn_type}  # no secret
+        record_event(session, Actor.cli(), event, extra=named)
     typer.echo(f"connection {conn_id} ({connection.conn_type}) saved")
 
 
@@ -157,4 +168,6 @@ def delete(conn_id: ConnId) -> None:
     with session_scope(url) as session:
         if not delete_connection(session, conn_id):
             fail(f"no connection {conn_id!r}")
+        extra = {"connection_id": conn_id}
+        record_event(session, Actor.cli(), "delete_connection", extra=extra)
     typer.echo(f"connection {conn_id} deleted")

@@ -25,6 +25,7 @@ from cli.store import check_conf, open_store, sync_folder
 from cli.watch import WatchAborted, watch_run
 from state.core import DagStructure, parse_structure, session_scope, structures_of
 from state.engine import RunExists, UnknownDag, create_run
+from state.records import About, Actor, record_event
 from state.views import all_dags, all_import_errors
 from tradewind.dag_processor import DagFolder
 from tradewind.ids import InvalidId
@@ -146,7 +147,19 @@ def create_manual_run(
     try:
         with session_scope(url) as session:
             check_conf(session, dag_id, conf)
-            return create_run(session, dag_id, run_id=run_id, conf=conf, run_type=run_type).run_id
+            actor = Actor.cli()
+            run = create_run(
+                session,
+                dag_id,
+                run_id=run_id,
+                conf=conf,
+                run_type=run_type,
+                triggered_by=actor.triggered_by,
+                user=actor.user,
+            )
+            about = About(dag_id=dag_id, run_id=run.run_id, logical_date=run.logical_date)
+            record_event(session, actor, "trigger_dag_run", about, {"conf": conf})
+            return run.run_id
     except (UnknownDag, RunExists, InvalidId) as error:
         fail(str(error))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from getpass import getuser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +112,9 @@ def start_or_resume(
         if existing is None:
             check_conf(session, dag_id, conf)
             try:
-                run = create_run(session, dag_id, run_id=run_id, conf=conf, run_type="test")
+                run = create_run(
+                    session, dag_id, run_id=run_id, conf=conf, run_type="test", user=getuser()
+                )
             except (UnknownDag, RunExists, InvalidId) as error:
                 fail(str(error))
             session.flush()

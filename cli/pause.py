@@ -13,7 +13,7 @@ import typer
 from cli.common import fail, settings_or_exit
 from cli.store import open_store
 from state.core import session_scope
-from state.records import NoSuchDag, set_paused
+from state.records import About, Actor, NoSuchDag, record_event, set_paused
 
 DagId = Annotated[str, typer.Argument(help="The DAG's id.")]
 
@@ -33,6 +33,8 @@ def _set(dag_id: str, paused: bool) -> None:
     try:
         with session_scope(url) as session:
             was = set_paused(session, dag_id, paused)
+            extra = {"is_paused": paused}
+            record_event(session, Actor.cli(), "patch_dag", About(dag_id=dag_id), extra)
     except NoSuchDag as error:
         fail(str(error))
     word = "paused" if paused else "unpaused"

@@ -16,6 +16,7 @@ from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 from cli.store import open_store
 from state.core import session_scope
 from state.engine import delete_pool, pool_usage, set_pool
+from state.records import Actor, record_event
 
 app = typer.Typer(help="Create, list and delete pools.", no_args_is_help=True)
 
@@ -31,6 +32,7 @@ def set_slots(
     try:
         with session_scope(url) as session:
             set_pool(session, name, slots)
+            record_event(session, Actor.cli(), "post_pool", extra={"pool": name, "slots": slots})
     except ValueError as error:
         fail(str(error), EXIT_BAD_INPUT)
     typer.echo(f"pool {name}: {slots} slots")
@@ -61,6 +63,8 @@ def delete(name: Name) -> None:
     try:
         with session_scope(url) as session:
             found = delete_pool(session, name)
+            if found:
+                record_event(session, Actor.cli(), "delete_pool", extra={"pool": name})
     except ValueError as error:
         fail(str(error), EXIT_BAD_INPUT)
     if not found:

@@ -10,6 +10,7 @@ waited for.
 from __future__ import annotations
 
 import logging
+from getpass import getuser
 from typing import Any
 
 from broker_config import message_of
@@ -63,7 +64,7 @@ def queue_alone(url: str, dag_id: str, task_id: str, conf: dict[str, Any]) -> tu
             fail(f"{dag_id}.{task_id} is a mapped task: tasks test runs unmapped tasks only")
         check_conf(session, dag_id, conf)
         try:
-            run = create_run(session, dag_id, conf=conf, run_type="test")
+            run = create_run(session, dag_id, conf=conf, run_type="test", user=getuser())
         except (UnknownDag, RunExists) as error:
             fail(str(error))
         session.flush()

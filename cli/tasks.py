@@ -12,6 +12,7 @@ from cli.logs import follow_log, resolve_log
 from cli.store import get_run, open_store
 from state.core import session_scope, structure_of
 from state.engine import MarkerDepthExceeded, UnknownDag, clear_task_instances
+from state.records import About, Actor, record_event
 from state.views import get_dag
 from tradewind.settings import SettingsError
 from worker.state_store.purge import state_purger
@@ -66,6 +67,9 @@ def clear(
             count = clear_task_instances(
                 session, run, task_ids or None, keep_state, purge, purge_states
             )
+            about = About(dag_id=dag_id, run_id=run_id, logical_date=run.logical_date)
+            extra = {"task_ids": task_ids or "all", "cleared": count}
+            record_event(session, Actor.cli(), "post_clear_task_instances", about, extra)
         except (UnknownDag, XComBackendError, MarkerDepthExceeded) as error:
             fail(str(error))
     noun = "task instance" if count == 1 else "task instances"

@@ -20,6 +20,8 @@ from cli.common import fail, settings_or_exit
 from cli.store import open_store
 from state.core import session_scope
 from state.records import (
+    About,
+    Actor,
     NoSuchUser,
     Role,
     UserExists,
@@ -27,6 +29,7 @@ from state.records import (
     delete_user,
     get_user,
     list_users,
+    record_event,
     revoke_tokens,
     set_password_hash,
     set_role,
@@ -71,6 +74,8 @@ def create(
     try:
         with session_scope(url) as session:
             create_user(session, username, hash_password(password), role)
+            extra = {"username": username, "role": role}
+            record_event(session, Actor.cli(), "create_user", About(), extra)
     except UserExists as error:
         fail(str(error))
     typer.echo(f"created user {username} ({role})")
@@ -94,7 +99,7 @@ def list_command(
 @app.command()
 def delete(username: Annotated[str, typer.Argument(help="The user to delete.")]) -> None:
     """Delete a user: their tokens and sessions stop working at once."""
-    _change_user(lambda session: delete_user(session, username))
+    _change_user(lambda session: delete_user(session, username), "delete_user", username)
     typer.echo(f"deleted user {username}")
 
 
@@ -108,7 +113,9 @@ def set_password(
     from api.security import hash_password
 
     hashed = hash_password(password)
-    _change_user(lambda session: set_password_hash(session, username, hashed))
+    _change_user(
+        lambda session: set_password_hash(session, username, hashed), "patch_user", username
+    )
     typer.echo(f"changed the password of {username}; their sign-ins have ended")
 
 
@@ -118,7 +125,7 @@ def set_role_command(
     role: Annotated[Role, typer.Option("--role", help="What the user may do.")],
 ) -> None:
     """Give a user another role: their tokens and sessions stop working at once."""
-    _change_user(lambda session: set_role(session, username, role))
+    _change_user(lambda session: set_role(session, username, role), "patch_user", username)
     typer.echo(f"user {username} is now {role}")
 
 
@@ -134,11 +141,13 @@ def sign_out(username: Annotated[str, typer.Argument(help="The user to sign out.
     typer.echo(f"signed {username} out everywhere")
 
 
-def _change_user(change: Callable[[Session], object]) -> None:
-    """``change`` in one transaction of the store; a user that does not exist is one line."""
+def _change_user(change: Callable[[Session], object], event: str, username: str) -> None:
+    """``change`` in one transaction of the store, with its ``event`` in the event log; a user
+    that does not exist is one line."""
     url = open_store(settings_or_exit())
     try:
         with session_scope(url) as session:
             change(session)
+            record_event(session, Actor.cli(), event, extra={"username": username})
     except NoSuchUser as error:
         fail(str(error))

@@ -18,7 +18,14 @@ import typer
 from cli.common import EXIT_BAD_INPUT, fail, settings_or_exit
 from cli.store import open_store
 from state.core import session_scope
-from state.records import delete_variable, get_variable, list_variables, set_variable
+from state.records import (
+    Actor,
+    delete_variable,
+    get_variable,
+    list_variables,
+    record_event,
+    set_variable,
+)
 from tradewind.connections import is_sensitive
 from worker.supervisor.logs import MASK
 
@@ -54,7 +61,9 @@ def set_value(
             fail(f"the value is not valid JSON: {error}", EXIT_BAD_INPUT)
     url = open_store(settings_or_exit())
     with session_scope(url) as session:
+        event = "post_variable" if get_variable(session, key) is None else "patch_variable"
         set_variable(session, key, value, secret)
+        record_event(session, Actor.cli(), event, extra={"key": key})  # never its value
     kind = "secret variable" if secret or is_sensitive(key) else "variable"
     typer.echo(f"{kind} {key} set")
 
@@ -107,4 +116,5 @@ def delete(key: Key) -> None:
     with session_scope(url) as session:
         if not delete_variable(session, key):
             fail(f"no variable {key!r}")
+        record_event(session, Actor.cli(), "delete_variable", extra={"key": key})
     typer.echo(f"variable {key} deleted")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from api.models.dags import DagVersionResponse
 from state.core import DagRun
+from state.records import MAX_NOTE_CHARS
 
 #: Airflow's run types; Tradewind's ``test`` runs (``tradewind dags test``) show as manual.
 _RUN_TYPES = {"manual", "scheduled", "backfill", "asset_triggered"}
@@ -53,7 +54,7 @@ class TriggerDAGRunPostBody(BaseModel):
     logical_date: dt.datetime | None = None
     run_after: dt.datetime | None = None
     conf: dict[str, Any] | None = None
-    note: str | None = None
+    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
     partition_key: str | None = None
 
 
@@ -61,7 +62,7 @@ class DAGRunPatchBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     state: Literal["queued", "success", "failed"] | None = None
-    note: str | None = None
+    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
 
 
 class DAGRunClearBody(BaseModel):
@@ -80,13 +81,20 @@ def _duration(run: DagRun) -> float | None:
     return None
 
 
-def _triggered_by(run_type: str) -> str | None:
-    return {
-        "manual": "rest_api",
-        "test": "test",
-        "scheduled": "timetable",
-        "asset_triggered": "asset",
-    }.get(run_type)
+#: What a run made before runs said how they were triggered says (its type's usual way in).
+_TRIGGERED_BY_TYPE = {
+    "test": "test",
+    "scheduled": "timetable",
+    "asset_triggered": "asset",
+    "backfill": "backfill",
+}
+_TRIGGERED_BY = {"cli", "operator", "rest_api", "ui", "test", "timetable", "asset", "backfill"}
+
+
+def _triggered_by(run: DagRun) -> str | None:
+    if run.triggered_by in _TRIGGERED_BY:
+        return run.triggered_by
+    return _TRIGGERED_BY_TYPE.get(run.run_type)
 
 
 def dag_run_response(run: DagRun) -> DAGRunResponse:
@@ -103,8 +111,10 @@ def dag_run_response(run: DagRun) -> DAGRunResponse:
         run_after=run.created_at,
         run_type=run.run_type if run.run_type in _RUN_TYPES else "manual",
         state=run.state,  # type: ignore[arg-type]
-        triggered_by=_triggered_by(run.run_type),
+        triggered_by=_triggered_by(run),
+        triggering_user_name=run.triggering_user_name,
         conf=run.conf,
+        note=run.note,
         bundle_version=run.version_hash,
         dag_display_name=run.dag_id,
         partition_key=run.partition_key,

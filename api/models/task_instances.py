@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from state.core import TaskInstance, TaskInstanceState
+from state.records import MAX_NOTE_CHARS, TryView
 from state.views import TIRow
 
 #: The unix user the fleet's tasks run as: whoever runs the server, as in a standalone.
@@ -109,7 +110,7 @@ class PatchTaskInstanceBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     new_state: MarkableState | None = None
-    note: str | None = None
+    note: str | None = Field(default=None, max_length=MAX_NOTE_CHARS)
     include_upstream: bool = False
     include_downstream: bool = False
     include_future: bool = False
@@ -178,6 +179,7 @@ def ti_response(row: TIRow) -> TaskInstanceResponse:
     return TaskInstanceResponse(
         id=ti_uuid(ti.id),
         **_common(ti),
+        note=ti.note,
         logical_date=row.logical_date,
         run_after=row.run_after,
         rendered_map_index=_name_of_index(ti),
@@ -191,15 +193,23 @@ def _name_of_index(ti: TaskInstance) -> str | None:
     return ti.rendered_map_index or str(ti.map_index)
 
 
-def tries_of(ti: TaskInstance) -> list[TaskInstanceHistoryResponse]:
-    """Every try of a task instance: the latest in full; earlier ones by number only, since
-    Tradewind keeps no row per try (their logs are kept: ``/logs/{try_number}``)."""
-    latest = TaskInstanceHistoryResponse(**_common(ti))
-    earlier = [
-        latest.model_copy(
-            update={"try_number": n, "state": None, "start_date": None, "end_date": None,
-                    "duration": None, "hostname": None, "pid": None, "queued_when": None}
-        )
-        for n in range(1, ti.try_number)
-    ]  # fmt: skip
-    return [*earlier, latest] if ti.try_number > 0 else []
+def try_response(ti: TaskInstance, one_try: TryView) -> TaskInstanceHistoryResponse:
+    """One try of ``ti``, as kept (``state.records.tries_of``)."""
+    return TaskInstanceHistoryResponse(
+        **{
+            **_common(ti),
+            "start_date": one_try.start_date,
+            "end_date": one_try.end_date,
+            "duration": one_try.duration,
+            "state": one_try.state if one_try.state != TaskInstanceState.NONE else None,
+            "try_number": one_try.try_number,
+            "max_tries": one_try.max_tries,
+            "hostname": one_try.hostname,
+            "pid": one_try.pid,
+            "queued_when": one_try.queued_at,
+            "pool": one_try.pool,
+            "pool_slots": one_try.pool_slots,
+            "queue": one_try.queue,
+            "priority_weight": one_try.priority_weight,
+        }
+    )

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.pages import dag, dags, gantt, home, resources, runs, task_instances, users
+from api.pages import dag, dags, events, gantt, home, resources, runs, task_instances, users
 
 router = APIRouter(include_in_schema=False)
-for _module in (home, dags, dag, gantt, runs, task_instances, resources, users):
+for _module in (home, dags, dag, gantt, runs, task_instances, resources, users, events):
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -20,9 +20,11 @@ from fastapi import APIRouter, Request, status
 from fastapi.responses import HTMLResponse, Response
 from markdown_it import MarkdownIt
 
+from api.audit import PageActingRunner, about_run
 from api.csrf import FormPost
 from api.deps import DbSession, PageCanRun, PageRefused, PageUser
 from api.pages.common import back_to, flash
+from api.pages.events import events_context
 from api.pages.graph_layout import layout
 from api.pages.grid_model import RowWindow, build_grid, counted_keys, grid_rows, summary_state
 from api.pages.trigger_form import RUN_ID_FIELD, fields_of, read_form
@@ -30,14 +32,14 @@ from api.structure import dag_view, owners
 from api.templating import render
 from state.core import DagModel, utcnow
 from state.engine import RunExists, create_run
-from state.records import Role
+from state.records import Role, record_event
 from state.views import get_dag, grid_cells, recent_runs, runs_by_day
 from tradewind.ids import InvalidId
 
 router = APIRouter()
 GRID_RUNS = 25
 MAX_GRID_RUNS = 100
-TABS = ("grid", "graph", "calendar", "code", "details")
+TABS = ("grid", "graph", "calendar", "code", "details", "events")
 CALENDAR_WEEKS = 53
 _MARKDOWN = MarkdownIt("commonmark", {"html": False})  # a DAG's doc is text, never raw HTML
 
@@ -202,6 +204,8 @@ def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) 
         context |= _calendar_context(session, model)
     elif tab == "code":
         context["source"] = _source(model)
+    elif tab == "events":
+        context |= events_context(session, request, dag_id)
     return render(request, "pages/dag.html", context)
 
 
@@ -223,7 +227,12 @@ def trigger_page(request: Request, dag_id: str, session: DbSession, user: PageCa
 
 @router.post("/dags/{dag_id}/trigger", response_class=HTMLResponse)
 async def trigger(
-    request: Request, dag_id: str, session: DbSession, user: PageCanRun, _csrf: FormPost
+    request: Request,
+    dag_id: str,
+    session: DbSession,
+    user: PageCanRun,
+    who: PageActingRunner,
+    _csrf: FormPost,
 ) -> Response:
     model = _dag_or_404(session, dag_id)
     form = {key: value for key, value in (await request.form()).items() if isinstance(value, str)}
@@ -231,11 +240,21 @@ async def trigger(
     form_error = submitted.form_error
     if submitted.ok:
         try:
-            run = create_run(session, dag_id, submitted.run_id, submitted.conf, "manual")
+            run = create_run(
+                session,
+                dag_id,
+                submitted.run_id,
+                submitted.conf,
+                "manual",
+                triggered_by=who.triggered_by,
+                user=who.user,
+            )
         except (RunExists, InvalidId) as error:
             form_error = str(error)
         else:
             session.flush()
+            extra = {"conf": submitted.conf}
+            record_event(session, who, "trigger_dag_run", about_run(run), extra)
             flash(request, f"Triggered {dag_id}: run {run.run_id} is queued.")
             return back_to(f"/dags/{dag_id}")
     context = _page_context(request, model, user, "trigger")

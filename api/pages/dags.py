@@ -13,13 +13,14 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
+from api.audit import PageActingRunner
 from api.csrf import FormPost
-from api.deps import DbSession, PageCanRun, PageUser
+from api.deps import DbSession, PageUser
 from api.pages.common import Pager, back_to, flash, local_path
 from api.structure import dag_view
 from api.templating import render
 from state.core import Page
-from state.records import Role, set_paused
+from state.records import About, Role, record_event, set_paused
 from state.views import latest_runs, list_dags, list_import_errors
 
 router = APIRouter()
@@ -53,11 +54,12 @@ def set_dag_paused(
     request: Request,
     dag_id: str,
     session: DbSession,
-    _user: PageCanRun,
+    who: PageActingRunner,
     _csrf: FormPost,
     paused: Annotated[bool, Form()],
     back: Annotated[str, Form()] = "/dags",
 ) -> Response:
     set_paused(session, dag_id, paused)
+    record_event(session, who, "patch_dag", About(dag_id=dag_id), {"is_paused": paused})
     flash(request, f"{dag_id} is {'paused' if paused else 'running on its schedule again'}.")
     return back_to(local_path(back, "/dags"))

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import HTMLResponse, Response
 
+from api.audit import page_actor
 from api.csrf import FormPost
 from api.deps import DbSession, PageCanEdit, PageRefused, PageUser, Principal
 from api.models.resources import MASK
@@ -29,6 +30,7 @@ from state.records import (
     get_connection,
     get_variable,
     put_connection,
+    record_event,
     set_variable,
 )
 from state.views import list_connections_page, list_pools, list_variables_page
@@ -97,6 +99,8 @@ def save_pool(
             str(error) if isinstance(error, PoolRefused) else f"{slots!r} is not a whole number"
         )
         return _refused(request, session, user, "pools", f"slots: {reason}")
+    extra = {"pool": name, "slots": int(slots)}
+    record_event(session, page_actor(request, user), "post_pool", extra=extra)
     flash(request, f"Pool {name} has {int(slots)} slots.")
     return back_to("/pools")
 
@@ -109,6 +113,8 @@ def remove_pool(
         deleted = delete_pool(session, name)
     except PoolRefused as error:
         return _refused(request, session, user, "pools", str(error))
+    if deleted:
+        record_event(session, page_actor(request, user), "delete_pool", extra={"pool": name})
     flash(request, f"Pool {name} deleted." if deleted else f"No pool {name}.")
     return back_to("/pools")
 
@@ -150,18 +156,20 @@ def save_variable(
     ):
         value = existing.value  # a secret left as it was shown: keep it
     set_variable(session, key, value, is_secret)
+    event = "post_variable" if existing is None else "patch_variable"
+    record_event(session, page_actor(request, user), event, extra={"key": key})  # not its value
     flash(request, f"Variable {key} saved.")
     return back_to("/variables")
 
 
 @router.post("/variables/{key}/delete")
 def remove_variable(
-    request: Request, key: str, session: DbSession, _user: PageCanEdit, _csrf: FormPost
+    request: Request, key: str, session: DbSession, user: PageCanEdit, _csrf: FormPost
 ) -> Response:
-    flash(
-        request,
-        f"Variable {key} deleted." if delete_variable(session, key) else f"No variable {key}.",
-    )
+    deleted = delete_variable(session, key)
+    if deleted:
+        record_event(session, page_actor(request, user), "delete_variable", extra={"key": key})
+    flash(request, f"Variable {key} deleted." if deleted else f"No variable {key}.")
     return back_to("/variables")
 
 
@@ -222,20 +230,26 @@ async def save_connection(
         return _refused(
             request, session, user, "connections", "connection id: give the connection an id"
         )
+    existing = get_connection(session, conn_id)
     try:
-        fields = _connection_fields(form, get_connection(session, conn_id))
+        fields = _connection_fields(form, existing)
     except BadConnection as error:
         return _refused(request, session, user, "connections", str(error))
     put_connection(session, conn_id, **fields)
+    event = "post_connection" if existing is None else "patch_connection"
+    extra = {"connection_id": conn_id, "conn_type": fields["conn_type"]}  # no password, no extra
+    record_event(session, page_actor(request, user), event, extra=extra)
     flash(request, f"Connection {conn_id} saved.")
     return back_to("/connections")
 
 
 @router.post("/connections/{conn_id}/delete")
 def remove_connection(
-    request: Request, conn_id: str, session: DbSession, _user: PageCanEdit, _csrf: FormPost
+    request: Request, conn_id: str, session: DbSession, user: PageCanEdit, _csrf: FormPost
 ) -> Response:
     if not delete_connection(session, conn_id):
         raise PageRefused(status.HTTP_404_NOT_FOUND, f"no connection {conn_id!r}")
+    extra = {"connection_id": conn_id}
+    record_event(session, page_actor(request, user), "delete_connection", extra=extra)
     flash(request, f"Connection {conn_id} deleted.")
     return back_to("/connections")

@@ -13,16 +13,24 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Request, status
+from fastapi import APIRouter, Depends, Form, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from api.audit import PageActingRunner, about_run
 from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser, Principal, require_on_page
 from api.structure import DagStructure, dag_view
 from api.templating import render
 from state.core import DagModel, DagRun, DagRunState, NotFound, utcnow
-from state.engine import UnknownDag, clear_task_instances, get_dag_model
-from state.records import Role, TIKey, mark_run_state
+from state.engine import TRIGGERED_BY_RUN_TYPE, UnknownDag, clear_task_instances, get_dag_model
+from state.records import (
+    MAX_NOTE_CHARS,
+    Role,
+    TIKey,
+    mark_run_state,
+    record_event,
+    set_run_note,
+)
 from state.views import ItemsProgress, TaskSummary, get_run, items_counts, task_summaries
 
 router = APIRouter(include_in_schema=False)
@@ -112,6 +120,7 @@ def _run_context(session: DbSession, dag_id: str, run_id: str) -> dict[str, Any]
         "duration": duration(run.start_date, run.end_date),
         "when": when,
         "live": run.state in (DagRunState.QUEUED, DagRunState.RUNNING),
+        "triggered_by": run.triggered_by or TRIGGERED_BY_RUN_TYPE.get(run.run_type),
     }
 
 
@@ -148,12 +157,31 @@ def _act(
     return RedirectResponse(run_url(dag_id, run_id), status.HTTP_303_SEE_OTHER)
 
 
+@router.post(RUN_PAGE + "/note")
+def note_run(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    who: PageActingRunner,
+    __: FormPost,
+    session: DbSession,
+    note: Annotated[str, Form(max_length=MAX_NOTE_CHARS)] = "",
+) -> Response:
+    """Write the run's note (empty: remove it), as the signed-in user."""
+
+    def write(run: DagRun) -> None:
+        set_run_note(session, run, note, who.user)
+        record_event(session, who, "patch_dag_run", about_run(run), {"note": note})
+
+    return _act(request, session, dag_id, run_id, write)
+
+
 @router.post(RUN_PAGE + "/clear")
 def clear_run(
     request: Request,
     dag_id: str,
     run_id: str,
-    _: PageRunner,
+    who: PageActingRunner,
     __: FormPost,
     session: DbSession,
     context: Context,
@@ -163,6 +191,7 @@ def clear_run(
     def clear(run: DagRun) -> None:
         purgers = context.purgers
         clear_task_instances(session, run, None, False, purgers.xcoms, purgers.states)
+        record_event(session, who, "clear_dag_run", about_run(run), {"only_failed": False})
 
     return _act(request, session, dag_id, run_id, clear)
 
@@ -173,9 +202,14 @@ def mark_run(
     dag_id: str,
     run_id: str,
     state: DagRunState,
-    _: PageRunner,
+    who: PageActingRunner,
     __: FormPost,
     session: DbSession,
 ) -> Response:
     """Mark the run success or failed (its unfinished task instances with it)."""
-    return _act(request, session, dag_id, run_id, lambda run: mark_run_state(session, run, state))
+
+    def mark(run: DagRun) -> None:
+        mark_run_state(session, run, state)
+        record_event(session, who, "patch_dag_run", about_run(run), {"state": state})
+
+    return _act(request, session, dag_id, run_id, mark)

@@ -15,10 +15,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Request, status
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from api.audit import PageActingRunner, about_ti, about_tis
 from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser
 from api.logs import LogWindow, read_after, read_before, read_tail, try_log
-from api.pages.runs import MISSING, RUN_PAGE, PageRunner, duration, missing, run_url, when
+from api.pages.runs import MISSING, RUN_PAGE, duration, missing, run_url, when
 from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
 from api.templating import render
@@ -32,7 +33,15 @@ from state.core import (
     TaskInstanceState,
 )
 from state.engine import clear_task_instances, get_dag_model
-from state.records import Role, TIKey, mark_task_instances
+from state.records import (
+    MAX_NOTE_CHARS,
+    Role,
+    TIKey,
+    mark_task_instances,
+    record_event,
+    set_ti_note,
+    tries_of,
+)
 from state.views import (
     ItemsProgress,
     TIFilter,
@@ -56,6 +65,7 @@ LOG_CHUNK_BYTES = 256 * 1024
 LOG_WINDOW_BYTES = 4 * 1024 * 1024
 MapIndex = Annotated[int, Query(ge=-1)]
 Offset = Annotated[int, Query(ge=0)]
+FormIndex = Annotated[int, Form(ge=-1)]
 
 
 def task_url(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
@@ -173,7 +183,13 @@ def _task_context(
     values |= {
         "try_number": chosen,
         "live_url": f"{values['base_url']}/partials/live?{index}",
+        "body_url": f"{values['base_url']}/partials/body?{index}",
+        # The page follows its task instance: a new try or state reloads the log and values
+        # below the live part, unless the reader chose a try (pages.js).
+        "version": f"{ti.try_number}:{ti.state}",
+        "pinned": try_number is not None,
         "waiting": waiting_reasons(session, model, run, structure, ti),
+        "tries": tries_of(session, ti),
     }
     if not whole:
         return values
@@ -229,6 +245,51 @@ def task_live_partial(
     return render(request, "runs/_task_live.html", {**values, "may_run": user.may(Role.USER)})
 
 
+@router.get(TASK_PAGE + "/partials/body", response_class=HTMLResponse)
+def task_body_partial(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    user: PageUser,
+    session: DbSession,
+    context: Context,
+    map_index: MapIndex = -1,
+    try_number: Annotated[int | None, Query(ge=1)] = None,
+) -> Response:
+    """The part below the live one: the chosen try's log, the items, XComs and state values."""
+    key = TIKey(dag_id, run_id, task_id, map_index)
+    try:
+        values = _task_context(session, context, key, try_number, 0)
+    except MISSING as error:
+        return missing(request, error)
+    return render(request, "runs/_task_body.html", {**values, "may_run": user.may(Role.USER)})
+
+
+@router.post(TASK_PAGE + "/note")
+def note_task(
+    request: Request,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    who: PageActingRunner,
+    __: FormPost,
+    session: DbSession,
+    note: Annotated[str, Form(max_length=MAX_NOTE_CHARS)] = "",
+    map_index: FormIndex = -1,
+) -> Response:
+    """Write the task instance's note (empty: remove it), as the signed-in user."""
+    try:
+        run = get_run(session, dag_id, run_id)
+        ti = get_task_instance(session, TIKey(dag_id, run_id, task_id, map_index)).ti
+    except MISSING as error:
+        return missing(request, error)
+    set_ti_note(session, ti, note, who.user)
+    about = about_ti(ti, run.logical_date)
+    record_event(session, who, "patch_task_instance", about, {"note": note})
+    return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)
+
+
 @router.get(TASK_PAGE + "/log")
 def task_log_tail(
     dag_id: str,
@@ -282,16 +343,13 @@ def _chosen_tis(
     return [row.ti for row in rows]
 
 
-FormIndex = Annotated[int, Form(ge=-1)]
-
-
 @router.post(TASK_PAGE + "/clear")
 def clear_task(
     request: Request,
     dag_id: str,
     run_id: str,
     task_id: str,
-    _: PageRunner,
+    who: PageActingRunner,
     __: FormPost,
     session: DbSession,
     context: Context,
@@ -300,8 +358,11 @@ def clear_task(
     """Clear the task (every map index of a mapped one): it runs again."""
     try:
         run = get_run(session, dag_id, run_id)
+        tis = _chosen_tis(session, run, task_id, -1)
         purgers = context.purgers
         clear_task_instances(session, run, [task_id], False, purgers.xcoms, purgers.states)
+        for about in about_tis(tis, run.logical_date):
+            record_event(session, who, "post_clear_task_instances", about)
     except MISSING as error:
         return missing(request, error)
     return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)
@@ -314,7 +375,7 @@ def mark_task(
     run_id: str,
     task_id: str,
     state: TaskInstanceState,
-    _: PageRunner,
+    who: PageActingRunner,
     __: FormPost,
     session: DbSession,
     map_index: FormIndex = -1,
@@ -322,7 +383,12 @@ def mark_task(
     """Mark the task instance (or every map index of a mapped task) success or failed."""
     try:
         run = get_run(session, dag_id, run_id)
-        mark_task_instances(session, run, _chosen_tis(session, run, task_id, map_index), state)
+        tis = _chosen_tis(session, run, task_id, map_index)
+        moved = set(mark_task_instances(session, run, tis, state))
+        for ti in tis:
+            if ti.id in moved:
+                about = about_ti(ti, run.logical_date)
+                record_event(session, who, "patch_task_instance", about, {"new_state": state})
     except MISSING as error:
         return missing(request, error)
     return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from api.audit import page_actor
 from api.csrf import FormPost
 from api.deps import DbSession, PageCanAdmin, Principal
 from api.pages.common import Pager, back_to, flash
@@ -26,6 +27,7 @@ from state.records import (
     delete_user,
     get_user,
     list_users_page,
+    record_event,
     set_password_hash,
     set_role,
 )
@@ -91,6 +93,9 @@ async def save_user(
             create_user(session, username, hashed or "", chosen)
     except (UserExists, NoSuchUser) as error:
         return _page(request, session, user, str(error))
+    event = "patch_user" if existing else "create_user"
+    extra = {"username": username, "role": chosen, "credentials_changed": bool(hashed)}
+    record_event(session, page_actor(request, user), event, extra=extra)
     flash(request, f"User {username} saved ({chosen}).")
     return back_to("/users")
 
@@ -102,5 +107,7 @@ def remove_user(
     if username == user.username:
         return _page(request, session, user, "you cannot delete yourself")
     delete_user(session, username)
+    extra = {"username": username}
+    record_event(session, page_actor(request, user), "delete_user", extra=extra)
     flash(request, f"User {username} deleted.")
     return back_to("/users")

@@ -11,7 +11,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 
-from api.deps import CanRead, CanRun, DbSession
+from api.audit import ActingRunner
+from api.deps import CanRead, DbSession
 from api.models.assets import (
     AssetAliasCollectionResponse,
     AssetAliasResponse,
@@ -29,6 +30,7 @@ from api.models.assets import (
 from api.paging import IdPath, IdQuery, OptionalMapIndex, Paging
 from state.core import utcnow
 from state.engine import get_dag_model
+from state.records import record_event
 from state.views import (
     AssetFilter,
     EventFilter,
@@ -120,7 +122,7 @@ def get_asset_events(
 
 @router.post("/assets/events")
 def create_asset_event(
-    body: CreateAssetEventsBody, _: CanRun, session: DbSession
+    body: CreateAssetEventsBody, who: ActingRunner, session: DbSession
 ) -> AssetEventResponse:
     """Record an update of an asset by hand (``extra.from_rest_api`` marks it, as Airflow's)."""
     if body.access_control is not None:
@@ -128,7 +130,9 @@ def create_asset_event(
         raise HTTPException(status.HTTP_400_BAD_REQUEST, detail)
     extra = {**body.extra, "from_rest_api": True}
     made = HandMadeEvent(body.asset_id, extra, body.partition_key)
-    return event_response(create_event_by_hand(session, made, utcnow()))
+    event = event_response(create_event_by_hand(session, made, utcnow()))
+    record_event(session, who, "create_asset_event", extra={"asset_id": body.asset_id})
+    return event
 
 
 @router.get("/assets/{asset_id}")

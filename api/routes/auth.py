@@ -22,14 +22,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from api.audit import client_of
 from api.context import AppContext
 from api.csrf import FormPost
 from api.deps import Context, remember_in_session, session_holder
 from api.security import TokenHolder, check_off_loop
 from api.templating import render
 from api.throttle import Throttled
-from state.core import statement_scope
-from state.records import get_user, revoke_tokens
+from state.core import session_scope, statement_scope
+from state.records import Actor, Origin, get_user, record_event, revoke_tokens
 
 router = APIRouter(prefix="/auth", tags=["Auth"])
 
@@ -72,6 +73,28 @@ async def _authenticate(
     return account[0]
 
 
+def _record_sign_in(url: str, actor: Actor, event: str, reason: str | None = None) -> None:
+    """One row of the event log about a sign-in, in a transaction of its own (a refused one
+    changes nothing else, and a sign-in holds no store connection while it hashes)."""
+    with session_scope(url) as session:
+        record_event(session, actor, event, extra={"reason": reason} if reason else None)
+
+
+async def _signed_in(
+    request: Request, context: AppContext, origin: Origin, username: str, outcome: str | None
+) -> None:
+    """Record how a sign-in went: ``outcome`` None for a success, else why it was refused."""
+    actor = Actor(username, origin, client_of(request))
+    event = _SIGN_IN_EVENTS[origin]
+    if outcome is not None:
+        event += "_failed"
+    await run_in_threadpool(_record_sign_in, context.url, actor, event, outcome)
+
+
+#: The event of a sign-in by each way in: the pages sign in, the API issues a token.
+_SIGN_IN_EVENTS: dict[Origin, str] = {"ui": "login", "api": "create_token", "cli": "login"}
+
+
 def _throttled(error: Throttled) -> HTTPException:
     headers = {"Retry-After": str(error.retry_after_seconds)}
     return HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(error), headers=headers)
@@ -106,9 +129,12 @@ async def create_token(request: Request, context: Context) -> LoginResponse:
     try:
         holder = await _authenticate(request, context, body.username, body.password)
     except Throttled as error:
+        await _signed_in(request, context, "api", body.username, "throttled")
         raise _throttled(error) from None
     if holder is None:
+        await _signed_in(request, context, "api", body.username, "invalid username or password")
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid username or password")
+    await _signed_in(request, context, "api", holder.username, None)
     return LoginResponse(access_token=context.tokens.issue(holder))
 
 
@@ -139,22 +165,26 @@ async def login(
     try:
         holder = await _authenticate(request, context, username, password)
     except Throttled as error:
+        await _signed_in(request, context, "ui", username, "throttled")
         page = {"next": _local(next), "error": f"{str(error).capitalize()}."}
         headers = {"Retry-After": str(error.retry_after_seconds)}
         reply = render(request, "login.html", page, status.HTTP_429_TOO_MANY_REQUESTS)
         reply.headers.update(headers)
         return reply
     if holder is None:
+        await _signed_in(request, context, "ui", username, "invalid username or password")
         page = {"next": _local(next), "error": "Invalid username or password."}
         return render(request, "login.html", page, status.HTTP_401_UNAUTHORIZED)
+    await _signed_in(request, context, "ui", holder.username, None)
     request.session.clear()  # nothing from before sign-in carries over (a planted token neither)
     remember_in_session(request, holder)
     return RedirectResponse(_local(next), status.HTTP_303_SEE_OTHER)
 
 
-def _revoke(url: str, holder: TokenHolder) -> None:
-    with statement_scope(url) as session:
+def _revoke(url: str, holder: TokenHolder, client: str | None) -> None:
+    with session_scope(url) as session:
         revoke_tokens(session, holder.user_id, holder.version)
+        record_event(session, Actor(holder.username, "ui", client), "logout")
 
 
 @router.post("/logout", include_in_schema=False)
@@ -162,7 +192,7 @@ async def logout(request: Request, context: Context, _: FormPost) -> Response:
     """Sign out: every session and token of the user ends, here and on every other device."""
     holder = session_holder(request)
     if holder is not None:
-        await run_in_threadpool(_revoke, context.url, holder)
+        await run_in_threadpool(_revoke, context.url, holder, client_of(request))
     request.session.clear()
     return RedirectResponse("/auth/login", status.HTTP_303_SEE_OTHER)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, status
 
+from api.audit import ActingRunner
 from api.deps import CanRead, CanRun, DbSession
 from api.models.backfills import (
     BackfillCollectionResponse,
@@ -21,6 +22,7 @@ from api.paging import IdPath, Paging
 from api.structure import check_conf
 from state.engine import (
     BackfillRequest,
+    BackfillView,
     cancel_backfill,
     create_backfill,
     get_backfill,
@@ -29,6 +31,7 @@ from state.engine import (
     plan_backfill,
     set_paused,
 )
+from state.records import About, Actor, record_event
 
 router = APIRouter(prefix="/backfills", tags=["Backfill"])
 
@@ -53,9 +56,19 @@ def get_backfills(
 
 
 @router.post("")
-def post_backfill(body: BackfillPostBody, _: CanRun, session: DbSession) -> BackfillResponse:
-    done = create_backfill(session, _checked(session, body))
+def post_backfill(
+    body: BackfillPostBody, who: ActingRunner, session: DbSession
+) -> BackfillResponse:
+    done = create_backfill(session, _checked(session, body), who.user)
+    extra = {"backfill_id": done.backfill_id, "runs": len(done.created)}
+    record_event(session, who, "create_backfill", About(dag_id=body.dag_id), extra)
     return backfill_response(get_backfill(session, done.backfill_id))
+
+
+def _recorded(session: DbSession, who: Actor, event: str, view: BackfillView) -> BackfillResponse:
+    backfill = view.backfill
+    record_event(session, who, event, About(dag_id=backfill.dag_id), {"backfill_id": backfill.id})
+    return backfill_response(view)
 
 
 @router.post("/dry_run")
@@ -74,15 +87,19 @@ def get_backfill_route(backfill_id: IdPath, _: CanRead, session: DbSession) -> B
 
 
 @router.put("/{backfill_id}/pause")
-def pause_backfill(backfill_id: IdPath, _: CanRun, session: DbSession) -> BackfillResponse:
-    return backfill_response(set_paused(session, backfill_id, True))
+def pause_backfill(backfill_id: IdPath, who: ActingRunner, session: DbSession) -> BackfillResponse:
+    return _recorded(session, who, "pause_backfill", set_paused(session, backfill_id, True))
 
 
 @router.put("/{backfill_id}/unpause")
-def unpause_backfill(backfill_id: IdPath, _: CanRun, session: DbSession) -> BackfillResponse:
-    return backfill_response(set_paused(session, backfill_id, False))
+def unpause_backfill(
+    backfill_id: IdPath, who: ActingRunner, session: DbSession
+) -> BackfillResponse:
+    return _recorded(session, who, "unpause_backfill", set_paused(session, backfill_id, False))
 
 
 @router.put("/{backfill_id}/cancel")
-def cancel_backfill_route(backfill_id: IdPath, _: CanRun, session: DbSession) -> BackfillResponse:
-    return backfill_response(cancel_backfill(session, backfill_id))
+def cancel_backfill_route(
+    backfill_id: IdPath, who: ActingRunner, session: DbSession
+) -> BackfillResponse:
+    return _recorded(session, who, "cancel_backfill", cancel_backfill(session, backfill_id))

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Response, status
 
-from api.deps import CanEdit, CanRead, DbSession
+from api.audit import ActingEditor
+from api.deps import CanRead, DbSession
 from api.models.resources import (
     ConnectionBody,
     ConnectionCollectionResponse,
@@ -16,7 +17,7 @@ from api.models.resources import (
 )
 from api.paging import Paging
 from state.core import NotFound
-from state.records import delete_connection, get_connection, put_connection
+from state.records import delete_connection, get_connection, put_connection, record_event
 from state.views import list_connections_page
 
 router = APIRouter(prefix="/connections", tags=["Connection"])
@@ -65,18 +66,26 @@ def get_connection_route(connection_id: str, _: CanRead, session: DbSession) -> 
     return _connection(session, connection_id)
 
 
+def _named(body: ConnectionBody) -> dict[str, object]:
+    """What the event log keeps of a connection written: never its password nor its extra."""
+    return {"connection_id": body.connection_id, "conn_type": body.conn_type}
+
+
 @router.post("", status_code=status.HTTP_201_CREATED)
-def post_connection(body: ConnectionBody, _: CanEdit, session: DbSession) -> ConnectionResponse:
+def post_connection(
+    body: ConnectionBody, who: ActingEditor, session: DbSession
+) -> ConnectionResponse:
     if get_connection(session, body.connection_id) is not None:
         detail = f"a connection named {body.connection_id!r} exists"
         raise HTTPException(status.HTTP_409_CONFLICT, detail)
     _put(session, body, body.password)
+    record_event(session, who, "post_connection", extra=_named(body))
     return _connection(session, body.connection_id)
 
 
 @router.patch("/{connection_id}")
 def patch_connection(
-    connection_id: str, body: ConnectionBody, _: CanEdit, session: DbSession
+    connection_id: str, body: ConnectionBody, who: ActingEditor, session: DbSession
 ) -> ConnectionResponse:
     existing = get_connection(session, connection_id)
     if existing is None:
@@ -86,11 +95,13 @@ def patch_connection(
     # A patch without a password (or with the mask read back) keeps the one stored.
     password = existing.password if body.password in (None, "***") else body.password
     _put(session, body, password)
+    record_event(session, who, "patch_connection", extra=_named(body))
     return _connection(session, connection_id)
 
 
 @router.delete("/{connection_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_connection_route(connection_id: str, _: CanEdit, session: DbSession) -> Response:
+def delete_connection_route(connection_id: str, who: ActingEditor, session: DbSession) -> Response:
     if not delete_connection(session, connection_id):
         raise NotFound(f"no connection named {connection_id!r}")
+    record_event(session, who, "delete_connection", extra={"connection_id": connection_id})
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
-from api.deps import CanRead, CanRun, Context, DbSession
+from api.audit import ActingRunner, about_run
+from api.deps import CanRead, Context, DbSession
 from api.models.dag_runs import (
     DAGRunClearBody,
     DAGRunCollectionResponse,
@@ -21,13 +22,13 @@ from api.routes.clearing import FAILED, tasks_to_clear
 from api.structure import check_conf
 from state.core import CLEARABLE, MAX_PAGE_LIMIT, DagRunState, Page
 from state.engine import clear_task_instances, create_run, get_dag_model
-from state.records import delete_run, mark_run_state
+from state.records import delete_run, mark_run_state, record_event, set_run_note
 from state.views import RunFilter, TIFilter, get_run, list_runs, list_task_instances
 
 router = APIRouter(prefix="/dags/{dag_id}/dagRuns", tags=["DagRun"])
 
 #: Fields of Airflow's trigger body Tradewind has no concept for: refused, never ignored.
-_NOT_SUPPORTED = ("note", "partition_key", "run_after")
+_NOT_SUPPORTED = ("partition_key", "run_after")
 
 
 @router.get("")
@@ -56,7 +57,7 @@ def get_dag_run(dag_id: str, dag_run_id: str, _: CanRead, session: DbSession) ->
 
 @router.post("")
 def trigger_dag_run(
-    dag_id: str, body: TriggerDAGRunPostBody, _: CanRun, session: DbSession
+    dag_id: str, body: TriggerDAGRunPostBody, who: ActingRunner, session: DbSession
 ) -> DAGRunResponse:
     """Create a queued run (the scheduler takes it from there), its conf checked first."""
     unsupported = [name for name in _NOT_SUPPORTED if getattr(body, name) is not None]
@@ -69,8 +70,20 @@ def trigger_dag_run(
     if body.logical_date is not None:
         start = body.data_interval_start or body.logical_date
         interval = (start, body.data_interval_end or body.logical_date)
-    run = create_run(session, dag_id, body.dag_run_id, body.conf, "manual", interval)
+    run = create_run(
+        session,
+        dag_id,
+        body.dag_run_id,
+        body.conf,
+        "manual",
+        interval,
+        triggered_by=who.triggered_by,
+        user=who.user,
+    )
+    if body.note is not None:
+        set_run_note(session, run, body.note, who.user)
     session.flush()
+    record_event(session, who, "trigger_dag_run", about_run(run), {"conf": body.conf or {}})
     return dag_run_response(run)
 
 
@@ -79,16 +92,22 @@ def patch_dag_run(
     dag_id: str,
     dag_run_id: str,
     body: DAGRunPatchBody,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
     update_mask: Annotated[list[str] | None, Query()] = None,
 ) -> DAGRunResponse:
+    """Mark the run (``state``) and/or write its note (``note``), as ``update_mask`` names."""
     run = get_run(session, dag_id, dag_run_id)
-    if body.note is not None:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, "Tradewind keeps no notes on runs")
+    changed: dict[str, object] = {}
+    if body.note is not None and (update_mask is None or "note" in update_mask):
+        set_run_note(session, run, body.note, who.user)
+        changed["note"] = body.note
     if body.state is not None and (update_mask is None or "state" in update_mask):
         mark_run_state(session, run, DagRunState(body.state))
         session.refresh(run)
+        changed["state"] = body.state
+    if changed:
+        record_event(session, who, "patch_dag_run", about_run(run), changed)
     return dag_run_response(run)
 
 
@@ -97,7 +116,7 @@ def clear_dag_run(
     dag_id: str,
     dag_run_id: str,
     body: DAGRunClearBody,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
     context: Context,
 ) -> DAGRunResponse | TaskInstanceCollectionResponse:
@@ -117,14 +136,18 @@ def clear_dag_run(
     if task_ids != []:
         purgers = context.purgers
         clear_task_instances(session, run, task_ids, False, purgers.xcoms, purgers.states)
+    record_event(session, who, "clear_dag_run", about_run(run), {"only_failed": body.only_failed})
+    if body.note is not None:
+        set_run_note(session, run, body.note, who.user)
     session.refresh(run)
     return dag_run_response(run)
 
 
 @router.delete("/{dag_run_id}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_dag_run(
-    dag_id: str, dag_run_id: str, _: CanRun, session: DbSession, context: Context
+    dag_id: str, dag_run_id: str, who: ActingRunner, session: DbSession, context: Context
 ) -> Response:
     run = get_run(session, dag_id, dag_run_id)
+    record_event(session, who, "delete_dag_run", about_run(run))
     delete_run(session, run, context.purgers.xcoms, context.purgers.states)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from sqlalchemy.orm import Session
 
-from api.deps import CanRead, CanRun, DbSession
+from api.audit import ActingRunner
+from api.deps import CanRead, DbSession
 from api.models.dags import (
     DAGCollectionResponse,
     DAGDetailsResponse,
@@ -20,7 +21,7 @@ from api.paging import Paging
 from api.structure import dag_view
 from state.core import DagModel, DagRunState
 from state.engine import get_dag_model
-from state.records import set_paused
+from state.records import About, record_event, set_paused
 from state.views import DagFilter, count_runs_by_state, files_with_import_errors, list_dags
 
 router = APIRouter(prefix="/dags", tags=["DAG"])
@@ -65,12 +66,14 @@ def get_dag_details(dag_id: str, _: CanRead, session: DbSession) -> DAGDetailsRe
 def patch_dag(
     dag_id: str,
     body: DAGPatchBody,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
     update_mask: Annotated[list[str] | None, Query()] = None,
 ) -> DAGResponse:
     model = get_dag_model(session, dag_id)
     if update_mask is None or "is_paused" in update_mask:
         set_paused(session, dag_id, body.is_paused)
+        extra = {"is_paused": body.is_paused}
+        record_event(session, who, "patch_dag", About(dag_id=dag_id), extra)
         session.refresh(model)
     return _response(session, model)

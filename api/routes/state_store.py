@@ -13,8 +13,10 @@ import json
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Response, status
+from sqlalchemy.orm import Session
 
-from api.deps import CanRead, CanRun, Context, DbSession
+from api.audit import ActingRunner
+from api.deps import CanRead, Context, DbSession
 from api.models.resources import (
     TaskStateStoreBody,
     TaskStateStoreCollectionResponse,
@@ -24,7 +26,15 @@ from api.models.resources import (
 )
 from api.paging import MapIndexQuery, Paging
 from state.core import NotFound
-from state.records import TIKey, database_max_value_bytes, delete_state_values, set_state_value
+from state.records import (
+    About,
+    Actor,
+    TIKey,
+    database_max_value_bytes,
+    delete_state_values,
+    record_event,
+    set_state_value,
+)
 from state.views import get_state_value, get_task_instance, list_state_values
 
 PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}/state-store"
@@ -67,25 +77,33 @@ def get_task_state_store(
 def delete_task_state_store(
     ti_key: Key,
     key: str,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
     context: Context,
 ) -> Response:
     if not delete_state_values(session, ti_key, [key], context.purgers.states):
         raise NotFound(f"{ti_key.dag_id}/{ti_key.run_id}/{ti_key.task_id} has no state key {key!r}")
+    _recorded(session, who, "delete_task_state_store", ti_key, key)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.delete("", status_code=status.HTTP_204_NO_CONTENT)
 def clear_task_state_store(
     ti_key: Key,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
     context: Context,
 ) -> Response:
     get_task_instance(session, ti_key)
     delete_state_values(session, ti_key, None, context.purgers.states)
+    _recorded(session, who, "clear_task_state_store", ti_key, None)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _recorded(session: Session, who: Actor, event: str, ti: TIKey, key: str | None) -> None:
+    """The event of a person's change to a task's state store: the key, never the value."""
+    about = About(ti.dag_id, ti.run_id, ti.task_id, ti.map_index)
+    record_event(session, who, event, about, {"state_key": key} if key else None)
 
 
 def _write(context: Context, session: DbSession, key: TIKey, state_key: str, value: object,
@@ -103,12 +121,13 @@ def set_task_state_store(
     ti_key: Key,
     key: str,
     body: TaskStateStoreBody,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
     context: Context,
 ) -> Response:
     get_task_instance(session, ti_key)
     _write(context, session, ti_key, key, body.value, body.expiry())
+    _recorded(session, who, "set_task_state_store", ti_key, key)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -117,12 +136,13 @@ def patch_task_state_store(
     ti_key: Key,
     key: str,
     body: TaskStateStorePatchBody,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
     context: Context,
 ) -> TaskStateStoreResponse:
     """Change an existing key's value, keeping its expiry."""
     existing = get_state_value(session, ti_key, key)
     _write(context, session, ti_key, key, body.value, existing.expires_at)
+    _recorded(session, who, "patch_task_state_store", ti_key, key)
     session.flush()
     return state_value_response(get_state_value(session, ti_key, key))

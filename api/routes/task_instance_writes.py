@@ -8,7 +8,8 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy.orm import Session
 
-from api.deps import CanRun, Context, DbSession
+from api.audit import ActingRunner, about_ti, about_tis
+from api.deps import Context, DbSession
 from api.models.task_instances import (
     ClearTaskInstancesBody,
     PatchTaskInstanceBody,
@@ -20,7 +21,7 @@ from api.routes.clearing import FAILED
 from api.structure import DagStructure, dag_view
 from state.core import CLEARABLE, MAX_PAGE_LIMIT, DagRun, Page, TaskInstanceState
 from state.engine import clear_task_instances, get_dag_model
-from state.records import mark_task_instances
+from state.records import Actor, mark_task_instances, record_event, set_ti_note
 from state.views import RunFilter, TIFilter, TIRow, get_run, list_runs, list_task_instances
 
 router = APIRouter(tags=["Task Instance"])
@@ -72,16 +73,14 @@ def patch_task_instance(
     dag_run_id: str,
     task_id: str,
     body: PatchTaskInstanceBody,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
     map_index: OptionalMapIndex = None,
     update_mask: Annotated[list[str] | None, Query()] = None,
 ) -> TaskInstanceCollectionResponse:
     """Mark the task instance (and, as asked, its upstream or downstream) success, failed or
-    skipped; returns the task instances marked."""
+    skipped, and/or write its note; returns the task instances marked (or noted)."""
     _refuse_past_and_future(body.include_past, body.include_future)
-    if body.note is not None:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, "Tradewind keeps no notes")
     view = dag_view(get_dag_model(session, dag_id))
     if task_id not in view.tasks:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {dag_id!r} has no task {task_id!r}")
@@ -92,6 +91,10 @@ def patch_task_instance(
         for row in _tis_of(session, run, task_ids)
         if map_index is None or row.ti.task_id != task_id or row.ti.map_index == map_index
     ]
+    if body.note is not None and (update_mask is None or "note" in update_mask):
+        noted = _write_notes(session, who, [r for r in rows if r.ti.task_id == task_id], body.note)
+        if body.new_state is None:
+            return _collection(noted)
     if body.new_state is None or (update_mask is not None and "new_state" not in update_mask):
         return _collection(rows)
     state = TaskInstanceState(body.new_state)
@@ -99,7 +102,20 @@ def patch_task_instance(
     for row in rows:
         if row.ti.id in moved:
             session.refresh(row.ti)
+            extra = {"new_state": str(state), "from_task": task_id}
+            record_event(
+                session, who, "patch_task_instance", about_ti(row.ti, row.logical_date), extra
+            )
     return _collection([row for row in rows if row.ti.id in moved])
+
+
+def _write_notes(session: Session, who: Actor, rows: list[TIRow], note: str) -> list[TIRow]:
+    for row in rows:
+        set_ti_note(session, row.ti, note, who.user)
+        record_event(
+            session, who, "patch_task_instance", about_ti(row.ti, row.logical_date), {"note": note}
+        )
+    return rows
 
 
 @router.patch(TI_PATH + "/{map_index:int}")
@@ -109,10 +125,13 @@ def patch_task_instance_by_map_index(
     task_id: str,
     map_index: MapIndexPath,
     body: PatchTaskInstanceBody,
-    _: CanRun,
+    who: ActingRunner,
     session: DbSession,
+    update_mask: Annotated[list[str] | None, Query()] = None,
 ) -> TaskInstanceCollectionResponse:
-    return patch_task_instance(dag_id, dag_run_id, task_id, body, _, session, map_index)
+    return patch_task_instance(
+        dag_id, dag_run_id, task_id, body, who, session, map_index, update_mask
+    )
 
 
 def _runs_to_clear(session: Session, dag_id: str, body: ClearTaskInstancesBody) -> list[DagRun]:
@@ -131,7 +150,11 @@ def _wanted_states(body: ClearTaskInstancesBody) -> set[TaskInstanceState]:
 
 @router.post("/dags/{dag_id}/clearTaskInstances")
 def post_clear_task_instances(
-    dag_id: str, body: ClearTaskInstancesBody, _: CanRun, session: DbSession, context: Context
+    dag_id: str,
+    body: ClearTaskInstancesBody,
+    who: ActingRunner,
+    session: DbSession,
+    context: Context,
 ) -> TaskInstanceCollectionResponse:
     """Clear the task instances the body selects (a dry run, the default, only lists them)."""
     _refuse_past_and_future(body.include_past, body.include_future)
@@ -150,6 +173,9 @@ def post_clear_task_instances(
             ids = sorted({row.ti.task_id for row in rows})
             purgers = context.purgers
             clear_task_instances(session, run, ids, False, purgers.xcoms, purgers.states)
+            extra = {"only_failed": body.only_failed, "only_running": body.only_running}
+            for about in about_tis([row.ti for row in rows], run.logical_date):
+                record_event(session, who, "post_clear_task_instances", about, extra)
     if not body.dry_run:
         for row in chosen:
             session.refresh(row.ti)

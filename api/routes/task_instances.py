@@ -13,12 +13,12 @@ from api.models.task_instances import (
     TaskInstanceHistoryResponse,
     TaskInstanceResponse,
     ti_response,
-    tries_of,
+    try_response,
 )
 from api.paging import IntsQuery, MapIndexPath, MapIndexQuery, Paging, TryNumberPath
 from state.core import NotFound
 from state.engine import get_dag_model
-from state.records import TIKey
+from state.records import TIKey, tries_of
 from state.views import TIFilter, get_run, get_task_instance, list_task_instances
 
 PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances"
@@ -87,8 +87,8 @@ def get_task_instance_tries(
     session: DbSession,
     map_index: MapIndexQuery = -1,
 ) -> TaskInstanceHistoryCollectionResponse:
-    row = get_task_instance(session, TIKey(dag_id, dag_run_id, task_id, map_index))
-    tries = tries_of(row.ti)
+    ti = get_task_instance(session, TIKey(dag_id, dag_run_id, task_id, map_index)).ti
+    tries = [try_response(ti, one_try) for one_try in tries_of(session, ti)]
     return TaskInstanceHistoryCollectionResponse(task_instances=tries, total_entries=len(tries))
 
 
@@ -102,11 +102,11 @@ def get_task_instance_try_details(
     session: DbSession,
     map_index: MapIndexQuery = -1,
 ) -> TaskInstanceHistoryResponse:
-    row = get_task_instance(session, TIKey(dag_id, dag_run_id, task_id, map_index))
-    for one_try in tries_of(row.ti):
+    ti = get_task_instance(session, TIKey(dag_id, dag_run_id, task_id, map_index)).ti
+    for one_try in tries_of(session, ti):
         if one_try.try_number == task_try_number:
-            return one_try
-    raise NotFound(f"{dag_id}/{dag_run_id}/{task_id} has had {row.ti.try_number} tries")
+            return try_response(ti, one_try)
+    raise NotFound(f"{dag_id}/{dag_run_id}/{task_id} has no try {task_try_number}")
 
 
 @router.get("/{task_id}/{map_index:int}/tries")

@@ -35,6 +35,7 @@
   }
 
   function followLog(pre) {
+    if (!pre.isConnected) return;  // replaced by a newer try's log: that one is followed
     var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
     get(pre, "&offset=" + pre.dataset.offset).then(function (chunk) {
       if (chunk === null) return;
@@ -68,11 +69,34 @@
     });
   }
 
-  var log = document.getElementById("pg-log");
-  if (log) {
+  function startLog() {
+    var log = document.getElementById("pg-log");
+    if (!log) return;
     log.scrollTop = log.scrollHeight;
     followLog(log);  // while the try runs, what it adds
     var earlier = document.getElementById("pg-log-earlier");
     if (earlier) earlier.addEventListener("click", function () { pageBack(log, earlier); });
   }
+
+  // The task page follows its task instance: when the live part (refreshed by tradewind.js)
+  // names another try or state than the part below it shows, that part is fetched again, so
+  // a new try's log, items and XComs appear without a reload. A try the reader chose stays.
+  function followTask(event) {
+    var body = document.getElementById("pg-task-body");
+    if (!body || !body.dataset.body || body.dataset.pinned === "yes") return;
+    var head = event.target.querySelector("[data-version]");
+    if (!head || head.dataset.version === body.dataset.version) return;
+    var version = head.dataset.version;
+    body.dataset.version = version;
+    fetch(body.dataset.body, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (reply) { return reply.ok ? reply.text() : null; })
+      .then(function (html) {
+        if (html === null) { body.dataset.version = ""; return; }  // asked again next time
+        body.innerHTML = html;
+        startLog();
+      });
+  }
+
+  startLog();
+  document.addEventListener("tradewind:refreshed", followTask);
 })();

@@ -71,7 +71,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0015_jobs"
+SCHEMA_REVISION = "0016_event_log"
 
 
 class Base(DeclarativeBase):
@@ -137,6 +137,14 @@ class DagRun(Base):
     # The partition this run is, for a partitioned DAG (scheduler/partition_runs.py).
     partition_key: Mapped[str | None] = mapped_column(String(250), nullable=True)
     partition_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Who made the run and by which way in (Airflow's ``DagRunTriggeredByType``: ui, cli,
+    # rest_api, timetable, asset, backfill, test, operator); NULL for runs made before 0016.
+    triggered_by: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    triggering_user_name: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    # A person's note on the run, with who wrote it last and when (state/records/notes.py).
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    note_user: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    note_updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class TaskInstance(Base):
@@ -207,6 +215,71 @@ class TaskInstance(Base):
     items_total: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # A mapped task's name for this index: its map_index_template rendered by the last try.
     rendered_map_index: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    # A person's note on the task instance, with who wrote it last and when.
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    note_user: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    note_updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class TaskInstanceHistory(Base):
+    """One earlier try of a task instance, kept when the try gave way to another: when it ended
+    to be retried, or when its task instance was cleared (state/records/tries.py).
+
+    The task instance's own row holds its latest try; together they are every try
+    (Airflow's ``task_instance_history``). Rows go with their run.
+    """
+
+    __tablename__ = "task_instance_history"
+    __table_args__ = (UniqueConstraint("dag_id", "run_id", "task_id", "map_index", "try_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dag_id: Mapped[str] = mapped_column(String(250))
+    run_id: Mapped[str] = mapped_column(String(250))
+    task_id: Mapped[str] = mapped_column(String(250))
+    map_index: Mapped[int] = mapped_column(Integer, default=-1)
+    try_number: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    max_tries: Mapped[int] = mapped_column(Integer, default=1)
+    queue: Mapped[str] = mapped_column(String(250), default="default")
+    pool: Mapped[str] = mapped_column(String(250), default="default_pool")
+    pool_slots: Mapped[int] = mapped_column(Integer, default=1)
+    priority_weight: Mapped[int] = mapped_column(Integer, default=1)
+    hostname: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    queued_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    start_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    end_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class EventLog(Base):
+    """Who did what, when and from where (Airflow's ``event_log``): one row per action.
+
+    ``origin`` is the way in (``ui``, ``api``, ``cli``) and ``client`` the address it came
+    from (the CLI's host). ``extra`` is JSON text and never holds a secret
+    (state/records/events.py). ``tradewind db clean`` deletes old rows by ``dttm``.
+    """
+
+    __tablename__ = "event_log"
+    __table_args__ = (
+        Index("ix_event_log_dttm", "dttm"),
+        Index("ix_event_log_dag_id", "dag_id", "id"),
+        Index("ix_event_log_event", "event", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dttm: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    event: Mapped[str] = mapped_column(String(60))
+    owner: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    origin: Mapped[str] = mapped_column(String(10))
+    client: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    dag_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    task_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    run_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    map_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    try_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    logical_date: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    extra: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class XCom(Base):

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from state.engine.run_life import time_out_run, timed_out_runs
     from state.engine.run_wake import RunWakeups
     from state.engine.runs import (
+        TRIGGERED_BY_RUN_TYPE,
         RunExists,
         UnknownDag,
         clear_task_instances,
@@ -91,6 +92,7 @@ _MODULE_OF = {
     "PoolRefused": "pools",
     "Rescheduled": "outcomes",
     "RunExists": "runs",
+    "TRIGGERED_BY_RUN_TYPE": "runs",
     "RunWakeups": "run_wake",
     "Skipped": "outcomes",
     "Succeeded": "outcomes",
@@ -128,6 +130,7 @@ _MODULE_OF = {
 }
 
 __all__ = [
+    "TRIGGERED_BY_RUN_TYPE",
     "BackfillEnded",
     "BackfillRequest",
     "BackfillView",

@@ -156,8 +156,11 @@ def _intervals(
     return intervals_in(structure.schedule, anchor, start, end, structure.timezone)
 
 
-def create_backfill(session: Session, request: BackfillRequest) -> Backfilled:
-    """Create the backfill of ``request``: its row and one queued run per new interval."""
+def create_backfill(
+    session: Session, request: BackfillRequest, user: str | None = None
+) -> Backfilled:
+    """Create the backfill of ``request``: its row and one queued run per new interval
+    (``user``: who asked for it, named on its runs)."""
     plan = plan_backfill(session, request)
     now = utcnow()
     backfill = Backfill(
@@ -186,6 +189,7 @@ def create_backfill(session: Session, request: BackfillRequest) -> Backfilled:
             interval,
             partition,
             logical_date,
+            user=user,
         )
         session.add(BackfillDagRun(dag_run_id=run.id, backfill_id=backfill.id))
         created.append(run_id)

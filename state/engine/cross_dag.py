@@ -60,7 +60,14 @@ def trigger_run(
     resolve_params(structure_of(get_dag_model(session, dag_id)), conf)
     interval = (logical_date, logical_date) if logical_date is not None else None
     try:
-        create_run(session, dag_id, run_id=run_id, conf=conf, data_interval=interval)
+        create_run(
+            session,
+            dag_id,
+            run_id=run_id,
+            conf=conf,
+            data_interval=interval,
+            triggered_by="operator",  # a TriggerDagRunOperator's try
+        )
         return "created"
     except RunExists:
         if reset is None:

@@ -47,7 +47,7 @@ from state.engine.end_plan import (
 )
 from state.engine.outcomes import Outcome, Succeeded
 from state.engine.scheduling import CachedDag, Enqueue, cached_dag, dag_version, pass_after_end
-from state.records import EventSource, OutletEvent, record_events
+from state.records import EventSource, OutletEvent, keep_try, record_events
 
 if TYPE_CHECKING:
     from state.engine.try_life import HeldTry
@@ -142,7 +142,9 @@ def _plan(url: str, end: Verdict) -> Plan:
     dag = cached_dag(end.dag_id, end.version_hash) if end.version_hash else None
     if dag is None and end.follow is not None and end.version_hash:
         dag = _read_dag(url, end.dag_id, end.version_hash)
-    if dag is None:
+    if dag is None or end.state == TI.UP_FOR_RETRY:
+        # A retried try is copied to the history with its end (record_end): a session's
+        # transaction, not the hand-over's one statement. Retries are rare; ends are not.
         return FullPass()
     if end.state == TI.UP_FOR_RESCHEDULE:
         return plan_reschedule(dag.structure)
@@ -226,6 +228,8 @@ def record_end(session: Session, end: Verdict) -> bool:
     if moved == 1 and end.asset_events:
         source = EventSource(end.dag_id, end.run_id, end.task_id, end.map_index)
         record_events(session, source, end.asset_events, end.at)
+    if moved == 1 and end.state == TI.UP_FOR_RETRY:
+        keep_try(session, end.fence.ti_id, end.fence.try_number, TI.FAILED)
     return moved == 1
 
 

@@ -28,6 +28,7 @@ from state.core import (
     utcnow,
 )
 from state.engine.retries import retry_delay_seconds
+from state.records import keep_try
 
 TI = TaskInstanceState
 
@@ -53,6 +54,8 @@ def give_up_try(
         values["next_retry_at"] = now + dt.timedelta(seconds=delay)
     fence = Fence(ti.id, ti.try_number, ti.fence_token or "")
     moved = transition_tis(session, [ti.id], [TI.RUNNING], target, values, fence)
+    if moved and retry:
+        keep_try(session, ti.id, ti.try_number, TI.FAILED)  # the next try overwrites the row
     return target if moved else None
 
 

@@ -33,7 +33,7 @@ from state.core import (
 from state.engine.marker_clear import MarkerHop, marked_clears
 from state.engine.run_life import tasks_in_run
 from state.engine.run_wake import notify_run_created
-from state.records import refers_to_object
+from state.records import cleared_try, keep_cleared_try, refers_to_object
 from tradewind.ids import check_run_id
 from tradewind.timetable_base import InvalidTimetable
 from tradewind.timetable_store import rebuild_timetable
@@ -41,6 +41,15 @@ from tradewind.timetables import timetable_of
 from tradewind.timezones import as_utc
 
 TI = TaskInstanceState
+
+
+#: How a run of each type was triggered when its maker does not say (Airflow's names).
+TRIGGERED_BY_RUN_TYPE = {
+    "scheduled": "timetable",
+    "asset_triggered": "asset",
+    "backfill": "backfill",
+    "test": "test",
+}
 
 
 class RunExists(ValueError):
@@ -88,12 +97,17 @@ def create_run(
     data_interval: tuple[dt.datetime, dt.datetime] | None = None,
     partition: tuple[str, dt.datetime | None] | None = None,
     logical_date: dt.datetime | None = None,
+    triggered_by: str | None = None,
+    user: str | None = None,
 ) -> DagRun:
     """A queued run and a ``none`` task instance per task; the scheduler takes it from there.
 
     ``partition``: the key (and the period's start) of a partitioned DAG's run.
     ``logical_date``: by default the data interval's end (or now); a timetable object's run
-    gives its interval's start, as Airflow does."""
+    gives its interval's start, as Airflow does.
+    ``triggered_by``: the way in (Airflow's ``DagRunTriggeredByType``: ``ui``, ``cli``,
+    ``rest_api``, ``operator``...), by default what the run type says (``timetable``,
+    ``asset``, ``backfill``, ``test``); ``user``: the person who made it, if one did."""
     if run_id is not None:
         check_run_id(run_id)  # InvalidId: a run id a log folder cannot safely be named after
     dag_model = get_dag_model(session, dag_id)
@@ -114,6 +128,8 @@ def create_run(
         partition_key=partition[0] if partition else None,
         partition_date=partition[1] if partition else None,
         created_at=now,
+        triggered_by=triggered_by or TRIGGERED_BY_RUN_TYPE.get(run_type),
+        triggering_user_name=user,
     )
     try:
         with session.begin_nested():
@@ -230,8 +246,10 @@ def clear_task_instances(
             "error": None,
             "deliveries": 0,
         }
+        copy = cleared_try(ti)  # the try as it was: the clear resets its row
         # A writer that moved it since the read won: its results are not ours to discard.
         if transition_tis(session, [ti.id], [TI(ti.state)], TI.NONE, values):
+            keep_cleared_try(session, copy)
             _discard_results(session, ti, keep_state, purge_xcoms, purge_states)
             cleared += 1
     if cleared and run.state in (DagRunState.SUCCESS, DagRunState.FAILED):

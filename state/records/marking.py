@@ -19,6 +19,7 @@ from state.core import (
     DagRun,
     DagRunState,
     TaskInstance,
+    TaskInstanceHistory,
     TaskInstanceState,
     TaskStateValue,
     XCom,
@@ -93,7 +94,8 @@ def delete_run(
     purge_xcoms: Callable[[Sequence[XCom]], None] | None = None,
     purge_states: Callable[[Sequence[TaskStateValue]], None] | None = None,
 ) -> None:
-    """Delete a run with its task instances, XComs and state values (and their objects)."""
+    """Delete a run with its task instances and their earlier tries, XComs and state values
+    (and their objects)."""
     of_run = (XCom.dag_id == run.dag_id, XCom.run_id == run.run_id)
     if purge_xcoms is not None and (rows := session.scalars(select(XCom).where(*of_run)).all()):
         purge_xcoms(rows)
@@ -105,6 +107,11 @@ def delete_run(
     session.execute(
         delete(TaskInstance).where(
             TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id
+        )
+    )
+    session.execute(
+        delete(TaskInstanceHistory).where(
+            TaskInstanceHistory.dag_id == run.dag_id, TaskInstanceHistory.run_id == run.run_id
         )
     )
     session.execute(delete(DagRun).where(DagRun.id == run.id))

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         queued_for_dag,
     )
     from state.views.calendar import runs_by_day
+    from state.views.event_listing import EventLogFilter, get_event_log, list_event_logs
     from state.views.home import DagsIn, HomeFacts, RecentEvent, RecentRun, home_facts
     from state.views.listing import (
         DagFilter,
@@ -89,6 +90,9 @@ _MODULE_OF = {
     "RecentEvent": "home",
     "RecentRun": "home",
     "home_facts": "home",
+    "EventLogFilter": "event_listing",
+    "get_event_log": "event_listing",
+    "list_event_logs": "event_listing",
     "AssetFilter": "asset_listing",
     "AssetView": "asset_listing",
     "DagFilter": "listing",
@@ -162,6 +166,7 @@ __all__ = [
     "DagFilter",
     "DagsIn",
     "EventFilter",
+    "EventLogFilter",
     "EventRow",
     "GridCounts",
     "HandMadeEvent",
@@ -186,6 +191,7 @@ __all__ = [
     "get_alias",
     "get_asset_view",
     "get_dag",
+    "get_event_log",
     "get_import_error",
     "get_pool_use",
     "get_run",
@@ -204,6 +210,7 @@ __all__ = [
     "list_assets_page",
     "list_connections_page",
     "list_dags",
+    "list_event_logs",
     "list_events_page",
     "list_import_errors",
     "list_pools",

@@ -72,7 +72,6 @@ def test_the_openapi_document_names_airflows_paths(api: TestClient) -> None:
 def test_trigger_fields_tradewind_has_not_are_refused(api: TestClient, as_role: Headers) -> None:
     user = as_role("user")
     for field, value in (
-        ("note", "hi"),
         ("partition_key", "p1"),
         ("run_after", "2026-12-01T00:00:00Z"),
     ):
