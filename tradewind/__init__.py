@@ -73,6 +73,7 @@ from tradewind.timetable_trigger import (
     MultipleCronTriggerTimetable,
 )
 from tradewind.trigger_rules import TriggerRule
+from tradewind.triggers.base import BaseEventTrigger, BaseTrigger, TaskDeferred, TriggerEvent
 from tradewind.unsupported import missing_feature
 
 if TYPE_CHECKING:
@@ -92,8 +93,10 @@ __all__ = [
     "AssetAll",
     "AssetAny",
     "AssetOrTimeSchedule",
+    "BaseEventTrigger",
     "BaseOperator",
     "BaseSensorOperator",
+    "BaseTrigger",
     "BashOperator",
     "BranchError",
     "Connection",
@@ -135,7 +138,9 @@ __all__ = [
     "StartOfMonthMapper",
     "StartOfWeekMapper",
     "StartOfYearMapper",
+    "TaskDeferred",
     "TaskGroup",
+    "TriggerEvent",
     "TriggerRule",
     "Variable",
     "WaitForAll",

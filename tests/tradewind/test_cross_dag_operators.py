@@ -163,7 +163,6 @@ def test_failed_states_can_name_success() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"deferrable": True}, "t: deferrable=True is not supported .*leave deferrable=False"),
         ({"allowed_states": ["done"]}, "allowed_states names 'done': use DAG run states"),
         ({"failed_states": ["skipped"]}, "failed_states names 'skipped'"),
         ({"poke_interval": "soon"}, "poke_interval must be a number of seconds"),
@@ -258,7 +257,6 @@ def test_check_existence_names_what_is_missing() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"deferrable": True}, "s: deferrable=True is not supported"),
         ({"external_task_id": "a", "external_task_ids": ["b"]}, "not both"),
         ({"external_task_id": "a", "external_task_group_id": "g"}, "not both"),
         ({"external_task_ids": ["a", "a"]}, "names a task twice"),
