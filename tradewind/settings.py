@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     # How many deliveries of one try (a task that keeps killing its worker) before it is failed.
     max_deliveries: int = Field(default=3, ge=1)
     scheduler_interval_seconds: float = Field(default=1.0, gt=0)
+    # The triggerer (docs/triggerer.md): how many triggers one runs at once (Airflow's
+    # triggerer capacity).
+    triggerer_capacity: int = Field(default=1000, gt=0)
     # DAG files are imported in child processes (tradewind/dag_processor.py, docs/dag-folders.md):
     # seconds one file may take (Airflow's dag_file_processor_timeout), the child's address space
     # in MiB (0: no limit), and how many children import at once.

@@ -294,3 +294,61 @@ def deferred_triggers(session: Session, ti_ids: Collection[int]) -> dict[int, di
         }
         for row in rows
     }
+
+
+@dataclass(frozen=True)
+class TriggerOutcome:
+    """What one of a triggerer's triggers came to: an event's ``payload``, or an ``error``
+    (the trigger raised, or could not be built)."""
+
+    trigger_id: int
+    payload: Any = None
+    error: str | None = None
+
+
+def fire_triggers(
+    session: Session, token: str, outcomes: Sequence[TriggerOutcome], now: dt.datetime | None = None
+) -> tuple[int, int]:
+    """Record a triggerer's outcomes in one transaction, each fenced by ``token``; returns
+    (tries resumed or failed, outcomes refused). The schedulers are woken when one resumed."""
+    now = now or utcnow()
+    moved = refused = 0
+    for outcome in outcomes:
+        if outcome.error is None:
+            fired = fire_trigger(session, outcome.trigger_id, token, outcome.payload, now)
+        else:
+            fired = fail_trigger(session, outcome.trigger_id, token, outcome.error, now)
+        refused += not fired.accepted
+        moved += fired.resumed
+    if moved:
+        from state.engine.run_wake import notify_run_created
+
+        notify_run_created(session)  # a resumed try is queued by the next pass: start it now
+    return moved, refused
+
+
+def fail_trigger(
+    session: Session, trigger_id: int, token: str, error: str, now: dt.datetime | None = None
+) -> Fired:
+    """A deferred try's trigger failed: its task instance fails with ``error`` (one line),
+    fenced by ``token`` as an event is."""
+    now = now or utcnow()
+    row = session.execute(
+        update(_TRIGGER)
+        .where(
+            _TRIGGER.c.id == trigger_id,
+            _TRIGGER.c.claim_token == token,
+            _TRIGGER.c.fired_at.is_(None),
+        )
+        .values(fired_at=now, event={"error": error})
+        .returning(_TRIGGER.c.ti_id, _TRIGGER.c.try_number)
+    ).first()
+    if row is None:
+        return Fired(False)
+    if row.ti_id is None:
+        return Fired(True)
+    values = {"error": error, "end_date": now, "next_method": None, "next_kwargs": None}
+    moved = transition_tis(
+        session, [row.ti_id], [TI.DEFERRED], TI.FAILED, values, try_number=row.try_number
+    )
+    return Fired(True, moved == 1)
