@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from airflow.sdk import DAG, BaseOperator, BaseTrigger, TaskDeferred, TriggerEvent, task
+
 from tradewind.triggers.base import classpath_of
 
 
