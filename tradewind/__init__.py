@@ -14,7 +14,7 @@ from tradewind import bash as _bash
 from tradewind import sensors as _sensors
 from tradewind import virtualenv as _venv
 from tradewind.asset_decorator import asset
-from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, Metadata
+from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, AssetWatcher, Metadata
 from tradewind.bash_operator import BashOperator
 from tradewind.branching import BranchError
 from tradewind.connections import Connection, Variable, mask_secret
@@ -93,6 +93,7 @@ __all__ = [
     "AssetAll",
     "AssetAny",
     "AssetOrTimeSchedule",
+    "AssetWatcher",
     "BaseEventTrigger",
     "BaseOperator",
     "BaseSensorOperator",
@@ -165,5 +166,5 @@ def __getattr__(name: str) -> Any:
         from tradewind.object_storage_path import ObjectStoragePath
 
         return ObjectStoragePath
-    # `from tradewind import AssetWatcher` in a DAG file: say which feature is missing.
+    # `from tradewind import X` of a name Tradewind lacks: say which feature is missing.
     raise missing_feature(name, __name__)

@@ -85,9 +85,12 @@ if TYPE_CHECKING:
         try_schedule_run,
     )
     from state.engine.try_life import ClaimUnavailable, HeldTry, beat, claim, record
+    from state.engine.watchers import record_watcher_event, sync_watchers
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
 _MODULE_OF = {
+    "record_watcher_event": "watchers",
+    "sync_watchers": "watchers",
     "TriggerOutcome": "deferral",
     "fire_triggers": "deferral",
     "fail_trigger": "deferral",
@@ -213,6 +216,7 @@ __all__ = [
     "pool_usage",
     "queue_task_alone",
     "record",
+    "record_watcher_event",
     "release_triggers",
     "resend_queued",
     "run_state",
@@ -220,6 +224,7 @@ __all__ = [
     "schedule_run_by_pk",
     "set_paused",
     "set_pool",
+    "sync_watchers",
     "task_states_at",
     "time_out_deferrals",
     "time_out_run",

@@ -174,36 +174,44 @@ class Fired:
 def fire_trigger(
     session: Session, trigger_id: int, token: str, payload: Any, now: dt.datetime | None = None
 ) -> Fired:
-    """Record a deferred try's trigger event, fenced by ``token``, and put its task instance
-    back to ``scheduled`` for the same try with the event added to ``next_kwargs``."""
+    """Record a trigger's event, fenced by ``token``. A deferred try's: its task instance goes
+    back to ``scheduled`` for the same try with the event added to ``next_kwargs``. An asset
+    watcher's: an event of its asset (``state.engine.watchers``), the trigger running on."""
     now = now or utcnow()
-    row = session.execute(
-        update(_TRIGGER)
+    held = session.execute(
+        select(_TRIGGER.c.ti_id, _TRIGGER.c.try_number, _TRIGGER.c.watcher)
         .where(
             _TRIGGER.c.id == trigger_id,
             _TRIGGER.c.claim_token == token,
             _TRIGGER.c.fired_at.is_(None),
         )
-        .values(fired_at=now, event=payload)
-        .returning(_TRIGGER.c.ti_id, _TRIGGER.c.try_number)
+        .with_for_update()
     ).first()
-    if row is None:
+    if held is None:
         return Fired(False)
-    if row.ti_id is None:
+    if held.watcher is not None:
+        from state.engine.watchers import record_watcher_event
+
+        record_watcher_event(session, held.watcher, payload, now)
+        return Fired(True)
+    session.execute(
+        update(_TRIGGER).where(_TRIGGER.c.id == trigger_id).values(fired_at=now, event=payload)
+    )
+    if held.ti_id is None:
         return Fired(True)
     current = session.execute(
-        select(_TI.c.next_kwargs).where(_TI.c.id == row.ti_id, _TI.c.state == TI.DEFERRED)
+        select(_TI.c.next_kwargs).where(_TI.c.id == held.ti_id, _TI.c.state == TI.DEFERRED)
     ).first()
     if current is None:
         return Fired(True)
     kwargs = {**(current.next_kwargs or {}), "event": payload}
     moved = transition_tis(
         session,
-        [row.ti_id],
+        [held.ti_id],
         [TI.DEFERRED],
         TI.SCHEDULED,
         {"next_kwargs": kwargs, "try_number": SAME_TRY, "end_date": None},
-        try_number=row.try_number,
+        try_number=held.try_number,
     )
     return Fired(True, moved == 1)
 
@@ -345,6 +353,13 @@ def fail_trigger(
     ).first()
     if row is None:
         return Fired(False)
+    if row.ti_id is None:  # a watcher's trigger failed: free for a triggerer to start again
+        session.execute(
+            update(_TRIGGER)
+            .where(_TRIGGER.c.id == trigger_id)
+            .values(fired_at=None, event=None, claim_token=None, triggerer_id=None)
+        )
+        return Fired(True)
     if row.ti_id is None:
         return Fired(True)
     values = {"error": error, "end_date": now, "next_method": None, "next_kwargs": None}

@@ -27,7 +27,7 @@ from sqlalchemy import func, select
 from scheduler.dag_sync import sync_dags
 from state.core.db import get_engine, session_scope
 from state.core.migrate import upgrade
-from state.core.models import DagRun, TaskInstance, Trigger
+from state.core.models import AssetEvent, DagRun, TaskInstance, Trigger
 from state.engine.runs import clear_task_instances, create_run
 from tests.conftest import PG_ADMIN_URL, PG_SERVER_URL
 from tests.integration.conftest import REDIS, Fleet, _base_env
@@ -47,7 +47,12 @@ def trigger_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     lock, redis_url = _redis_database()
     home = tmp_path_factory.mktemp("triggerer")
     env = _base_env(home, DAGS)
-    env.update(TRADEWIND_DATABASE_URL=url, TRADEWIND_BROKER_URL=redis_url)
+    env.update(
+        TRADEWIND_DATABASE_URL=url,
+        TRADEWIND_BROKER_URL=redis_url,
+        TRADEWIND_TEST_WATCH_REDIS=redis_url,
+    )
+    os.environ["TRADEWIND_TEST_WATCH_REDIS"] = redis_url  # this process syncs the DAGs too
     upgrade(url)
     with session_scope(url) as session:
         assert not sync_dags(session, DAGS).import_errors
@@ -58,6 +63,7 @@ def trigger_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         fleet.start("triggerer1", [sys.executable, "-m", "cli", "triggerer"])
         yield fleet
     finally:
+        os.environ.pop("TRADEWIND_TEST_WATCH_REDIS", None)
         fleet.stop()
         get_engine(url).dispose()
         redis.Redis.from_url(redis_url).flushdb()
@@ -103,7 +109,11 @@ def _states(fleet: Fleet, dag_id: str, run_id: str, task_id: str) -> list[tuple[
 def _holders(fleet: Fleet) -> set[str | None]:
     with session_scope(fleet.url) as session:
         return set(
-            session.scalars(select(Trigger.claim_token).where(Trigger.fired_at.is_(None))).all()
+            session.scalars(
+                select(Trigger.claim_token).where(
+                    Trigger.fired_at.is_(None), Trigger.ti_id.is_not(None)
+                )
+            ).all()
         )
 
 
@@ -123,8 +133,8 @@ def test_hundreds_defer_without_slots_and_a_second_triggerer_takes_them_over(
     _trigger(fleet, "busy", "meanwhile", {})
     assert fleet.wait_run("busy", "meanwhile", timeout=60) == "success"
     assert all_deferred()
-    waiting = Trigger.fired_at.is_(None)
-    fleet.wait_for(lambda: _count(fleet, waiting, Trigger.claim_token.is_not(None)) == MANY)
+    waiting = (Trigger.fired_at.is_(None), Trigger.ti_id.is_not(None))
+    fleet.wait_for(lambda: _count(fleet, *waiting, Trigger.claim_token.is_not(None)) == MANY)
     (first,) = _holders(fleet)
 
     # SIGKILL the triggerer mid-wait: a second one takes every trigger over once the first's
@@ -138,14 +148,15 @@ def test_hundreds_defer_without_slots_and_a_second_triggerer_takes_them_over(
         timeout=60,
         what="the second triggerer holding every trigger",
     )
-    assert _count(fleet, waiting) == MANY
+    assert _count(fleet, *waiting) == MANY
 
     gate.touch()
     assert fleet.wait_run("deferred_many", "many", timeout=150) == "success"
     # Each woke once, in its first try (a deferral costs none), with its own event.
     assert set(_states(fleet, "deferred_many", "many", "wait")) == {("success", 1)}
     assert json.loads(fleet.xcom("deferred_many", "many", "total") or "0") == sum(range(MANY))
-    assert _count(fleet, Trigger.fired_at.is_not(None)) == MANY == _count(fleet)
+    of_tasks = Trigger.ti_id.is_not(None)
+    assert _count(fleet, of_tasks, Trigger.fired_at.is_not(None)) == MANY == _count(fleet, of_tasks)
     assert "claimed" in fleet.log("triggerer2")
 
 
@@ -202,3 +213,28 @@ def _triggerer_logs(fleet: Fleet) -> str:
         for name in ("triggerer1", "triggerer2")
         if (fleet.home / f"{name}.log").exists()
     )
+
+
+def test_an_asset_watcher_on_a_redis_list_creates_a_run_per_message(trigger_fleet: Fleet) -> None:
+    fleet = trigger_fleet
+    queue = redis.Redis.from_url(fleet.env["TRADEWIND_BROKER_URL"])
+
+    def runs() -> int:
+        with session_scope(fleet.url) as session:
+            query = select(func.count()).select_from(DagRun).filter_by(dag_id="on_orders")
+            return int(session.scalar(query) or 0)
+
+    fleet.wait_for(
+        lambda: _count(fleet, Trigger.watcher.is_not(None), Trigger.claim_token.is_not(None)) == 1,
+        what="the watcher's trigger claimed",
+    )
+    for number in range(1, 4):
+        queue.rpush("orders", json.dumps({"order": number}))
+        fleet.wait_for(lambda n=number: runs() == n, timeout=60, what=f"run {number}")
+    with session_scope(fleet.url) as session:
+        extras = session.scalars(select(AssetEvent.extra).order_by(AssetEvent.id)).all()
+        states = set(session.scalars(select(DagRun.state).filter_by(dag_id="on_orders")).all())
+    assert [extra["payload"]["value"] for extra in extras] == [{"order": n} for n in (1, 2, 3)]
+    assert all(extra["from_trigger"] and extra["watcher"] == "orders_queue" for extra in extras)
+    assert states <= {"queued", "running", "success"}
+    assert queue.llen("orders") == 0

@@ -211,6 +211,9 @@ _CORE: dict[str, ModuleRow] = {
         AirflowTimetableInvalid="tradewind.timetable_base:InvalidTimetable",
         TaskDeferred="tradewind.triggers.base:TaskDeferred",
     ),
+    "airflow.providers.common.messaging.triggers.msg_queue": _row(
+        MessageQueueTrigger="tradewind.triggers.queues:MessageQueueTrigger",
+    ),
     "airflow.triggers.base": _row(
         BaseTrigger="tradewind.triggers.base:BaseTrigger",
         BaseEventTrigger="tradewind.triggers.base:BaseEventTrigger",
