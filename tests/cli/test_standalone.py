@@ -40,6 +40,8 @@ def test_standalone_run_executes_the_example_end_to_end(
     assert RESULT in done.stdout
     worker_log = (examples_env.home / "worker.log").read_text()
     assert "celery@" in worker_log  # a real Celery worker served the run
+    # A triggerer ran beside them (deferred tasks, asset watchers), and stopped with them.
+    assert "triggerer" in (examples_env.home / "triggerer.log").read_text()
     assert processes_using(examples_env.home) == []
 
 

@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -190,6 +191,15 @@ def test_clearing_a_deferred_task_cancels_its_trigger(trigger_fleet: Fleet) -> N
         return _states(fleet, "deferred_operator", "cleared", "at_gate")[0][0] == "deferred"
 
     fleet.wait_for(deferred, timeout=60, what="the deferral")
+    shown = subprocess.run(
+        [sys.executable, "-m", "cli", "runs", "show", "deferred_operator", "cleared", "--json"],
+        env=fleet.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert '"deferred"' in shown.stdout
     ti = fleet.task_instances("deferred_operator", "cleared")["at_gate"]
     of_ti = Trigger.ti_id == ti.id
     fleet.wait_for(lambda: _count(fleet, of_ti, Trigger.claim_token.is_not(None)) == 1)
