@@ -39,6 +39,7 @@ from state.engine import (
     TriggerOutcome,
     beat_triggers,
     claim_triggers,
+    drop_stale_triggers,
     fire_triggers,
     release_triggers,
     time_out_deferrals,
@@ -165,6 +166,9 @@ class Triggerer:
                 task.cancel()
 
     async def _time_out(self) -> None:
+        dropped = await self.store(drop_stale_triggers)
+        if dropped:
+            log.info("dropped %d trigger(s) whose task instance no longer waits", dropped)
         for timed_out in await self.store(time_out_deferrals):
             log.warning(
                 "%s.%s (%s): %s",

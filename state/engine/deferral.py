@@ -49,6 +49,16 @@ _TI = TI_TABLE
 SAME_TRY = Increment(-1)
 
 
+def _still_waited_on() -> Any:
+    """The trigger row is a watcher's, or its try is still deferred (not cleared, not marked)."""
+    deferred = exists().where(
+        _TI.c.id == _TRIGGER.c.ti_id,
+        _TI.c.state == TI.DEFERRED,
+        _TI.c.try_number == _TRIGGER.c.try_number,
+    )
+    return or_(_TRIGGER.c.ti_id.is_(None), deferred)
+
+
 @dataclass(frozen=True)
 class ClaimedTrigger:
     """A trigger a triggerer now runs: what to build it from, and what it wakes."""
@@ -101,7 +111,10 @@ def claim_triggers(
         session.execute(
             select(_TRIGGER.c.id)
             .where(
-                _TRIGGER.c.fired_at.is_(None), free, _TRIGGER.c.claim_token.is_distinct_from(token)
+                _TRIGGER.c.fired_at.is_(None),
+                free,
+                _TRIGGER.c.claim_token.is_distinct_from(token),
+                _still_waited_on(),
             )
             .order_by(_TRIGGER.c.id)
             .limit(capacity)
@@ -134,18 +147,13 @@ def beat_triggers(
     taken over, not dropped by a clear or a mark)."""
     if not ids:
         return set()
-    still_deferred = exists().where(
-        _TI.c.id == _TRIGGER.c.ti_id,
-        _TI.c.state == TI.DEFERRED,
-        _TI.c.try_number == _TRIGGER.c.try_number,
-    )
     rows = session.execute(
         update(_TRIGGER)
         .where(
             _TRIGGER.c.id.in_(list(ids)),
             _TRIGGER.c.claim_token == token,
             _TRIGGER.c.fired_at.is_(None),
-            or_(_TRIGGER.c.ti_id.is_(None), still_deferred),
+            _still_waited_on(),
         )
         .values(heartbeat_at=now or utcnow())
         .returning(_TRIGGER.c.id)
@@ -265,6 +273,15 @@ def time_out_deferrals(session: Session, now: dt.datetime | None = None) -> list
         if moved and ti is not None:
             failed.append(TimedOut(trigger.ti_id, ti.dag_id, ti.run_id, ti.task_id, error))
     return failed
+
+
+def drop_stale_triggers(session: Session) -> int:
+    """Drop the unfired triggers of tries no longer deferred (marked, removed, cleared by a
+    path that did not drop them): nobody waits on them."""
+    result = session.execute(
+        delete(_TRIGGER).where(_TRIGGER.c.fired_at.is_(None), ~_still_waited_on())
+    )
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 def cancel_triggers(session: Session, ti_ids: Sequence[int] | Collection[int]) -> int:

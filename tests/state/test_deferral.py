@@ -167,3 +167,17 @@ def test_clearing_a_deferred_task_cancels_its_trigger(home: Home) -> None:
         assert fire_triggers(session, "token-1", [TriggerOutcome(claimed.id, 1)]) == (0, 1)
     a = home.ti(run_pk, "a")
     assert (a.state, a.next_method, a.next_kwargs) == (TI.NONE, None, None)
+
+
+def test_a_marked_deferred_task_instance_leaves_its_trigger_to_nobody(home: Home) -> None:
+    from state.core.transitions import mark_tis
+    from state.engine.deferral import drop_stale_triggers
+
+    run_pk, held = deferred_a(home)
+    with session_scope(home.url) as session:
+        assert mark_tis(session, [held.fence.ti_id], [TI.DEFERRED], TI.SUCCESS) == 1
+    with session_scope(home.url) as session:
+        assert claim_triggers(session, "t1", "token-1", 10, utcnow()) == []
+        assert drop_stale_triggers(session) == 1
+        assert session.scalars(select(Trigger.id)).all() == []
+    assert home.ti(run_pk, "a").state == TI.SUCCESS
