@@ -83,7 +83,10 @@ class ExternalTaskGroupFailedError(ExternalTaskSensorError):
 
 
 class ExternalTaskSensor(BaseSensorOperator):
-    """Wait for a task, a task group or a whole run of another DAG at a logical date."""
+    """Wait for a task, a task group or a whole run of another DAG at a logical date; with
+    ``deferrable=True`` on a ``WorkflowTrigger`` in the triggerer."""
+
+    can_defer = True
 
     template_fields: ClassVar[Sequence[str]] = (
         "external_dag_id",
