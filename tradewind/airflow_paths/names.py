@@ -103,6 +103,7 @@ _STANDARD: dict[str, dict[str, str]] = {
     "triggers.file": {
         "FileTrigger": "tradewind.triggers.file:FileTrigger",
         "FileDeleteTrigger": "tradewind.triggers.file:FileDeleteTrigger",
+        "DirectoryFileDeleteTrigger": "tradewind.triggers.file:DirectoryFileDeleteTrigger",
     },
     "triggers.external_task": {
         "WorkflowTrigger": "tradewind.triggers.external_task:WorkflowTrigger",

@@ -78,3 +78,37 @@ class FileDeleteTrigger(BaseEventTrigger):
 def _remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.remove(path)
+
+
+class DirectoryFileDeleteTrigger(BaseEventTrigger):
+    """Fire when ``filename`` appears in ``directory``, deleting it; as ``FileDeleteTrigger``
+    on ``directory/filename`` (Airflow shares one directory scan between such watchers; here
+    each looks on its own, which reads the same)."""
+
+    def __init__(
+        self, directory: str, filename: str, *, poke_interval: float = 5.0, **kwargs: Any
+    ) -> None:
+        super().__init__()
+        if not isinstance(directory, str) or not directory:
+            raise ValueError(f"directory must be a non-empty path, got {directory!r}")
+        if not isinstance(filename, str) or not filename or os.sep in filename:
+            raise ValueError(f"filename must be a file's name, got {filename!r}")
+        self.directory = directory
+        self.filename = filename
+        self.poke_interval = float(poke_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        kwargs = {
+            "directory": self.directory,
+            "filename": self.filename,
+            "poke_interval": self.poke_interval,
+        }
+        return classpath_of(DirectoryFileDeleteTrigger), kwargs
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        path = os.path.join(self.directory, self.filename)
+        while True:
+            if await asyncio.to_thread(os.path.isfile, path):
+                await asyncio.to_thread(_remove, path)
+                yield TriggerEvent({"status": "success", "filepath": path})
+            await asyncio.sleep(self.poke_interval)
