@@ -53,6 +53,8 @@ from triggerer.classes import TriggerClasses
 from triggerer.cross_dag import StoreCrossDag
 
 log = logging.getLogger("tradewind.triggerer")
+#: Triggers of task instances no longer deferred are dropped every this many claim turns.
+DROP_EVERY = 30
 T = TypeVar("T")
 
 
@@ -82,6 +84,7 @@ class Triggerer:
         self.fired = 0
         self._store = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store")
         self._wake: asyncio.Event | None = None
+        self._claims = 0
 
     # --- the loop -------------------------------------------------------------------------
 
@@ -166,9 +169,11 @@ class Triggerer:
                 task.cancel()
 
     async def _time_out(self) -> None:
-        dropped = await self.store(drop_stale_triggers)
-        if dropped:
-            log.info("dropped %d trigger(s) whose task instance no longer waits", dropped)
+        self._claims += 1
+        if self._claims % DROP_EVERY == 1:  # a write: not every turn (SQLite has one writer)
+            dropped = await self.store(drop_stale_triggers)
+            if dropped:
+                log.info("dropped %d trigger(s) whose task instance no longer waits", dropped)
         for timed_out in await self.store(time_out_deferrals):
             log.warning(
                 "%s.%s (%s): %s",
