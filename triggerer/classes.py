@@ -29,18 +29,28 @@ class TriggerClasses:
 
     def __init__(self, settings: Settings) -> None:
         self.folder = Path(settings.resolved_dags_folder)
+        # DAG modules whose file has been loaded whole: one is in sys.modules from the start of
+        # its load, before its classes are defined, so sys.modules cannot tell.
+        self.loaded: set[str] = set()
         install(settings.airflow_imports)
         importable(self.folder)
 
+    def ready(self, classpath: str) -> bool:
+        """Whether the class's module is loaded whole: building it costs no import."""
+        module = classpath.rpartition(".")[0]
+        return module in self.loaded or (
+            not module.startswith(_DAG_MODULE) and module in sys.modules
+        )
+
     def build(self, classpath: str, kwargs: dict[str, Any]) -> BaseTrigger:
         module = classpath.rpartition(".")[0]
-        if module.startswith(_DAG_MODULE) and module not in sys.modules:
+        if module.startswith(_DAG_MODULE) and module not in self.loaded:
             self._load_dag_module(module)
         return build_trigger(classpath, kwargs)
 
     def _load_dag_module(self, module: str) -> None:
-        with _LOADING:
-            if module in sys.modules:
+        with _LOADING:  # a second trigger of the same file waits for the first's load
+            if module in self.loaded:
                 return
             for path in dag_files(self.folder):
                 resolved = path.resolve()
@@ -48,6 +58,7 @@ class TriggerClasses:
                 if module == f"{_DAG_MODULE}{resolved.stem}_{digest}":
                     try:
                         load_dag_file(resolved)
+                        self.loaded.add(module)
                     except Exception as error:
                         raise TriggerUnavailable(
                             f"DAG file {resolved} (module {module}) does not import: "

@@ -26,7 +26,6 @@ import datetime as dt
 import logging
 import os
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -234,7 +233,7 @@ class Triggerer:
     async def _build(self, claimed: ClaimedTrigger) -> BaseTrigger:
         """The trigger, built here when its module is loaded already; else on a thread (a DAG
         file's import must not hold the loop)."""
-        if claimed.classpath.rpartition(".")[0] in sys.modules:
+        if self.classes.ready(claimed.classpath):
             return self.classes.build(claimed.classpath, claimed.kwargs)
         return await asyncio.get_running_loop().run_in_executor(
             None, self.classes.build, claimed.classpath, claimed.kwargs

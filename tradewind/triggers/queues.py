@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -50,8 +51,8 @@ class RedisListTrigger(BaseEventTrigger):
         return classpath_of(RedisListTrigger), kwargs
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        import redis.asyncio as aioredis
-
+        # Imported on a thread: its first import takes longer than the loop may be held.
+        aioredis = await asyncio.to_thread(importlib.import_module, "redis.asyncio")
         client = aioredis.Redis.from_url(self.redis_url)
         try:
             while True:
