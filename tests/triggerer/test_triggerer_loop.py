@@ -88,3 +88,41 @@ def test_a_dag_folder_trigger_resumes_its_try_and_blocking_the_loop_is_named(
     ]
     assert held_loop and f"({module}.Sleepy, at " in held_loop[0]
     assert "trigger 1 " in held_loop[0] and "sleepy.py" in held_loop[0]
+
+
+SLOW_SOURCE = """
+import time
+from tradewind import DAG, BaseTrigger, task
+
+time.sleep(0.3)  # the class is defined only after this: a half-made module before
+
+
+class Late(BaseTrigger):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def serialize(self):
+        return (f"{type(self).__module__}.Late", {"n": self.n})
+
+    async def run(self):
+        yield None
+
+with DAG("late"):
+    task(lambda: 1, task_id="t")()
+"""
+
+
+def test_triggers_of_one_dag_file_built_at_once_wait_for_its_whole_load(home: Home) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from triggerer.classes import TriggerClasses
+
+    home.write_dag(SLOW_SOURCE, "late.py")
+    path = (home.dags / "late.py").resolve()
+    module = f"tradewind_dags_late_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
+    classes = TriggerClasses(home.settings)
+    with ThreadPoolExecutor(6) as pool:
+        built = list(pool.map(lambda n: classes.build(f"{module}.Late", {"n": n}), range(6)))
+    assert sorted(trigger.n for trigger in built) == list(range(6))  # type: ignore[attr-defined]
+    assert classes.ready(f"{module}.Late")
