@@ -8,6 +8,7 @@ COPY state state
 COPY broker_config broker_config
 COPY api api
 COPY cli cli
+COPY triggerer triggerer
 COPY examples examples
 RUN pip install --no-cache-dir '.[postgres,flower]'
 ENV TRADEWIND_DAGS_FOLDER=/app/dags

@@ -59,6 +59,9 @@ def blockers(situation: Situation, now: dt.datetime) -> list[Blocker]:
         found.append(
             Blocker("Not In Retry Period", f"the next {what} is due at {ti.next_retry_at}")
         )
+    if state == TI.DEFERRED:
+        reason = "the task is deferred: it resumes when its trigger fires in the triggerer"
+        found.append(Blocker("Task Deferred", reason))
     if state == TI.NONE:
         found += _upstream_blockers(situation)
     if state == TI.SCHEDULED and situation.pool is not None and situation.pool.open == 0:

@@ -8,9 +8,11 @@ Retries wait in SQL as always; this loop sleeps until the next one is due.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from getpass import getuser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +47,7 @@ from worker.supervisor.logs import log_path
 if TYPE_CHECKING:
     from state.core import Session
 
-WAITING = ACTIVE | {TaskInstanceState.SCHEDULED}
+WAITING = ACTIVE | {TaskInstanceState.SCHEDULED, TaskInstanceState.DEFERRED}
 
 
 def run_inline(
@@ -58,10 +60,31 @@ def run_inline(
     run_pk, run_id = start_or_resume(url, dag_id, conf, run_id)
     console = make_console()
     console.print(f"testing {dag_id} run {run_id} in this process (no broker)")
-    with TriggeredRuns(settings, url, console, logs):
+    with TriggeredRuns(settings, url, console, logs), inline_triggerer(settings):
         state = drive(settings, url, run_pk, console, logs)
         print_outcome(console, url, dag_id, run_id)
     return state
+
+
+@contextlib.contextmanager
+def inline_triggerer(settings: Settings) -> Iterator[None]:
+    """A triggerer on a thread of this process while the run is tested: a deferred task's
+    trigger runs here and wakes it, as Airflow's ``dags test`` runs triggers in its process."""
+    from triggerer import Triggerer
+
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=Triggerer(settings, claim_seconds=0.2).run_forever,
+        args=(stop,),
+        name="triggerer",
+        daemon=True,
+    )
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 class TriggeredRuns:

@@ -74,6 +74,21 @@ def scheduler() -> None:
         Scheduler(settings).run_forever(stop)
 
 
+@app.command()
+def triggerer(
+    capacity: int = typer.Option(
+        None, "--capacity", min=1, help="Triggers run at once (TRADEWIND_TRIGGERER_CAPACITY)."
+    ),
+) -> None:
+    """Run the triggerer: deferred tasks' and asset watchers' triggers in one asyncio loop
+    (several may run at once against PostgreSQL)."""
+    from triggerer import Triggerer
+
+    settings = settings_or_exit()
+    setup_logging()
+    Triggerer(settings, capacity=capacity).run_forever()
+
+
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )

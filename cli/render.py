@@ -43,6 +43,7 @@ STATE_STYLES = {
     "upstream_failed": "dark_orange",
     "up_for_retry": "yellow",
     "up_for_reschedule": "yellow",
+    "deferred": "medium_purple",
     "running": "cyan",
     "queued": "blue",
     "scheduled": "magenta",

@@ -50,6 +50,7 @@ WORKER_STOP_SECONDS = 10.0
 #: Settings only the API server needs: the worker (and so every task it runs) never sees them.
 API_ONLY_SETTINGS = ("TRADEWIND_API_SECRET_KEY",)
 API_COMMAND = [sys.executable, "-P", "-m", "cli", "api-server"]
+TRIGGERER_COMMAND = [sys.executable, "-P", "-m", "cli", "triggerer"]
 ADMIN_PASSWORD_FILE = "standalone_admin_password"
 
 
@@ -63,6 +64,9 @@ class Fleet:
     stop: threading.Event
     api: subprocess.Popen[bytes] | None = None
     api_log: Path | None = None
+    # The triggerer (deferred tasks, asset watchers): its own process, its log beside the worker's.
+    triggerer: subprocess.Popen[bytes] | None = None
+    triggerer_log: Path | None = None
 
     def problem(self) -> str | None:
         """Why the fleet cannot run anything any more, or None while it can."""
@@ -71,6 +75,8 @@ class Fleet:
             return f"the Celery worker exited with code {code}: see {self.worker_log}"
         if self.api is not None and (code := self.api.poll()) is not None:
             return f"the API server exited with code {code}: see {self.api_log}"
+        if self.triggerer is not None and (code := self.triggerer.poll()) is not None:
+            return f"the triggerer exited with code {code}: see {self.triggerer_log}"
         if not self.scheduler.is_alive():
             return "the scheduler thread stopped: see the log lines above"
         return None
@@ -138,11 +144,14 @@ def embedded_fleet(settings: Settings, concurrency: int, with_api: bool = False)
     )
     worker = start_worker(settings, concurrency, log_file)
     api = start_child(settings, API_COMMAND, api_log) if with_api else None
+    triggerer_log = settings.resolved_home / "triggerer.log"
+    triggerer = start_child(settings, TRIGGERER_COMMAND, triggerer_log, API_ONLY_SETTINGS)
     try:
         scheduler.start()
-        yield Fleet(worker, log_file, scheduler, stop, api, api_log)
+        yield Fleet(worker, log_file, scheduler, stop, api, api_log, triggerer, triggerer_log)
     finally:
         stop.set()
+        stop_worker(triggerer, WORKER_STOP_SECONDS)
         if api is not None:
             stop_worker(api, WORKER_STOP_SECONDS)
         stop_worker(worker, WORKER_STOP_SECONDS)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from scheduler.partition_runs import ASSET_TRIGGERED, create_partition_runs
 from state.core import DagModel, DagRun, DagRunState, session_scope, structure_of, utcnow
-from state.engine import create_run
+from state.engine import create_run, sync_watchers
 from state.records import (
     OutletEvent,
     alias_resolutions,
@@ -48,6 +48,8 @@ def sync_dag_assets(session: Session, dag_id: str, structure: Mapping[str, Any])
         if "asset" in outlet
     ]
     sync_references(session, dag_id, structure.get("asset_condition"), known)
+    # The triggerer runs the watchers of the assets it is scheduled on (state/engine/watchers.py).
+    sync_watchers(session, structure.get("asset_watchers") or [])
 
 
 def create_asset_triggered_runs(url: str, now: dt.datetime | None = None) -> list[str]:

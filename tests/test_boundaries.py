@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config", "api", "cli")
+PARTS = ("tradewind", "scheduler", "worker", "state", "broker_config", "api", "cli", "triggerer")
 #: The parts below the CLI (all of them but the roof itself).
 FLOORS = tuple(part for part in PARTS if part != "cli")
 
@@ -134,6 +134,7 @@ def violations(part: str, banned: tuple[str, ...]) -> list[str]:
         ("api", ("worker", "scheduler", "celery")),
         ("tradewind", tuple(part for part in PARTS if part != "tradewind")),
         ("cli", ("sqlalchemy",)),
+        ("triggerer", ("worker", "scheduler", "celery", "api")),
     ],
 )
 def test_a_part_never_imports_what_it_must_not(part: str, banned: tuple[str, ...]) -> None:

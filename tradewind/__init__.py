@@ -14,7 +14,7 @@ from tradewind import bash as _bash
 from tradewind import sensors as _sensors
 from tradewind import virtualenv as _venv
 from tradewind.asset_decorator import asset
-from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, Metadata
+from tradewind.assets import Asset, AssetAlias, AssetAll, AssetAny, AssetWatcher, Metadata
 from tradewind.bash_operator import BashOperator
 from tradewind.branching import BranchError
 from tradewind.connections import Connection, Variable, mask_secret
@@ -73,6 +73,7 @@ from tradewind.timetable_trigger import (
     MultipleCronTriggerTimetable,
 )
 from tradewind.trigger_rules import TriggerRule
+from tradewind.triggers.base import BaseEventTrigger, BaseTrigger, TaskDeferred, TriggerEvent
 from tradewind.unsupported import missing_feature
 
 if TYPE_CHECKING:
@@ -92,8 +93,11 @@ __all__ = [
     "AssetAll",
     "AssetAny",
     "AssetOrTimeSchedule",
+    "AssetWatcher",
+    "BaseEventTrigger",
     "BaseOperator",
     "BaseSensorOperator",
+    "BaseTrigger",
     "BashOperator",
     "BranchError",
     "Connection",
@@ -135,7 +139,9 @@ __all__ = [
     "StartOfMonthMapper",
     "StartOfWeekMapper",
     "StartOfYearMapper",
+    "TaskDeferred",
     "TaskGroup",
+    "TriggerEvent",
     "TriggerRule",
     "Variable",
     "WaitForAll",
@@ -160,5 +166,5 @@ def __getattr__(name: str) -> Any:
         from tradewind.object_storage_path import ObjectStoragePath
 
         return ObjectStoragePath
-    # `from tradewind import AssetWatcher` in a DAG file: say which feature is missing.
+    # `from tradewind import X` of a name Tradewind lacks: say which feature is missing.
     raise missing_feature(name, __name__)

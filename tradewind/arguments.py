@@ -20,7 +20,10 @@ REMOVED_IN_AIRFLOW_3 = {
 
 #: Accepted only at their default: anything else needs the scheduler to do what they ask.
 DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
-    "deferrable": (False, "needs the triggerer, not in Tradewind yet; use mode='reschedule'"),
+    "deferrable": (
+        False,
+        "only an operator that can wait on the triggerer takes it: set it on that operator",
+    ),
 }
 
 

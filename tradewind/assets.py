@@ -66,6 +66,12 @@ class Asset(BaseAsset):
         object.__setattr__(self, "uri", check_uri(uri if uri is not None else str(name)))
         object.__setattr__(self, "extra", dict(self.extra or {}))
         object.__setattr__(self, "watchers", tuple(self.watchers or ()))
+        for watcher in self.watchers:
+            if not isinstance(watcher, AssetWatcher):
+                raise InvalidAsset(
+                    f"Asset {self.name!r}: watchers holds AssetWatcher(name, trigger) only, "
+                    f"got {watcher!r}"
+                )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Asset) and other.uri == self.uri
@@ -173,6 +179,58 @@ class Metadata:
     asset: Asset
     extra: Mapping[str, Any] = field(default_factory=dict)
     alias: AssetAlias | None = None
+
+
+@dataclass(frozen=True)
+class AssetWatcher:
+    """``AssetWatcher(name, trigger)`` on an ``Asset``'s ``watchers``: the triggerer runs the
+    trigger, and each event it yields is an event of the asset, so the DAGs scheduled on the
+    asset run (docs/triggerer.md)."""
+
+    name: str
+    trigger: Any
+
+    def __post_init__(self) -> None:
+        from tradewind.triggers.base import BaseTrigger
+
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidAsset(f"AssetWatcher needs a name, got {self.name!r}")
+        if not isinstance(self.trigger, BaseTrigger):
+            raise InvalidAsset(
+                f"AssetWatcher {self.name!r}: trigger must be a BaseTrigger (an event trigger), "
+                f"got {type(self.trigger).__name__}"
+            )
+
+    def structure(self, asset: Asset) -> dict[str, Any]:
+        from tradewind.triggers.base import serialized
+
+        classpath, kwargs = serialized(self.trigger)
+        return {
+            "uri": asset.uri,
+            "asset_name": asset.name,
+            "name": self.name,
+            "classpath": classpath,
+            "kwargs": kwargs,
+        }
+
+
+def watchers_of(schedule: Any) -> list[dict[str, Any]]:
+    """The stored watchers of the assets a ``schedule`` names (in order, each once)."""
+    found: dict[tuple[str | None, str], dict[str, Any]] = {}
+
+    def walk(item: Any) -> None:
+        if isinstance(item, Asset):
+            for watcher in item.watchers:
+                found.setdefault((item.uri, watcher.name), watcher.structure(item))
+        elif isinstance(item, _Combined):
+            for part in item.objects:
+                walk(part)
+        elif isinstance(item, list | tuple):
+            for part in item:
+                walk(part)
+
+    walk(schedule)
+    return list(found.values())
 
 
 def condition_of(schedule: Any) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from typing import Any
 from tradewind import dag_context
 from tradewind.airflow2_arguments import take_airflow2_arguments
 from tradewind.arguments import refuse_unsupported, take_default_only
-from tradewind.assets import InvalidAsset, condition_of, outlets_structure
+from tradewind.assets import InvalidAsset, condition_of, outlets_structure, watchers_of
 from tradewind.exceptions import DagDefinitionError
 from tradewind.ids import InvalidId, check_key
 from tradewind.params import params_structure
@@ -81,6 +81,7 @@ class DAG:
             plain = time_schedule_of(plain)  # a partition timetable, as a plain schedule
             self._partition_mappers = partition_mappers_of(schedule)
             self.asset_condition = condition_of(plain)
+            self._asset_watchers = watchers_of(plain)
             self._schedule_text = None if self.asset_condition else parse_schedule(plain)
         except (InvalidSchedule, InvalidAsset, InvalidTimetable) as error:
             raise DagDefinitionError(f"DAG {dag_id}: {error}") from None
@@ -186,6 +187,8 @@ class DAG:
             "dag_id": self.dag_id,
             "schedule": self._schedule_text,
             "asset_condition": self.asset_condition,
+            # Only when there are some: a DAG without watchers keeps its version hash.
+            **({"asset_watchers": self._asset_watchers} if self._asset_watchers else {}),
             "start_date": self.start_date.isoformat() if self.start_date else None,
             "catchup": self.catchup,
             "max_active_tasks": self.max_active_tasks,

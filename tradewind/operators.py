@@ -15,7 +15,7 @@ import contextvars
 import functools
 import inspect
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from tradewind.airflow2_names import note_airflow2_names
 from tradewind.context import get_current_context
@@ -33,6 +33,7 @@ from tradewind.task import (
     task_options,
 )
 from tradewind.templates import kwargs_of_index, render_value
+from tradewind.triggers.base import RESUMING, TaskDeferred
 from tradewind.xcom_arg import XComArg, find_xcom_args, pull_xcom
 
 #: Set while a mapped operator is built in its task process: it joins no DAG.
@@ -71,6 +72,30 @@ class BaseOperator(SetupTeardownMixin, DependencyMixin, metaclass=_OperatorMeta)
 
     def execute(self, context: dict[str, Any]) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must define execute(self, context)")
+
+    def defer(
+        self,
+        *,
+        trigger: Any,
+        method_name: str,
+        kwargs: dict[str, Any] | None = None,
+        timeout: Any = None,
+    ) -> NoReturn:
+        """End this try as ``deferred`` until ``trigger`` fires, then resume it in
+        ``method_name(context, event=payload, **kwargs)`` (DESIGN.md §12); ``timeout`` (a
+        timedelta or seconds) fails the task if the trigger has not fired by then."""
+        raise TaskDeferred(trigger=trigger, method_name=method_name, kwargs=kwargs, timeout=timeout)
+
+    def resume_execution(
+        self, next_method: str, next_kwargs: dict[str, Any] | None, context: dict[str, Any]
+    ) -> Any:
+        """Call the method a deferred try resumes in (Airflow's name for this step)."""
+        method = getattr(self, next_method, None)
+        if not callable(method):
+            raise AttributeError(
+                f"{type(self).__name__} {self.task_id} has no method {next_method!r} to resume in"
+            )
+        return method(context, **(next_kwargs or {}))
 
     def _join_dag(self) -> None:
         dag = current_dag() if self._dag is None else self._dag
@@ -165,7 +190,11 @@ def run_operator(operator: BaseOperator) -> Any:
     operator.render_template_fields(context)
     if operator._pre_execute is not None:
         operator._pre_execute(context)
-    result = operator.execute(context)
+    resume = RESUMING.get()
+    if resume is not None:  # a deferred try resuming: its method, not execute
+        result = operator.resume_execution(resume.method_name, resume.kwargs, context)
+    else:
+        result = operator.execute(context)
     if operator._post_execute is not None:
         operator._post_execute(context, result)
     return result

@@ -17,7 +17,14 @@ from tradewind.sensors import DEFAULT_POKE_INTERVAL, DEFAULT_TIMEOUT, Poker, sen
 
 
 class BaseSensorOperator(BaseOperator):
-    """Subclass it and define ``poke(self, context)``."""
+    """Subclass it and define ``poke(self, context)``.
+
+    A sensor that can wait on the triggerer sets ``can_defer = True`` and overrides
+    ``execute`` to ``self.defer(...)`` when ``self.deferrable``; any other refuses
+    ``deferrable=True`` at load in one line.
+    """
+
+    can_defer: bool = False
 
     def __init__(
         self,
@@ -28,11 +35,18 @@ class BaseSensorOperator(BaseOperator):
         soft_fail: bool = False,
         exponential_backoff: bool = False,
         max_wait: Any = None,
+        deferrable: bool = False,
         **kwargs: Any,
     ) -> None:
         name = type(self).__name__
         if type(self).poke is BaseSensorOperator.poke:
             raise DagDefinitionError(f"{name} must define poke(self, context)")
+        if deferrable and not self.can_defer:
+            raise DagDefinitionError(
+                f"{name} {kwargs.get('task_id', '')}: deferrable=True is not supported by this "
+                "sensor (it has no trigger): use mode='reschedule' to free its slot"
+            )
+        self.deferrable = bool(deferrable)
         super().__init__(**kwargs)
         where = f"{name} {self.task_id}"
         self._waiting = sensor_options(

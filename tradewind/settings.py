@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     # (/api/v2/monitor/health, `tradewind jobs check`, the UI's home: state/records/jobs.py).
     job_heartbeat_seconds: float = Field(default=5.0, gt=0)
     job_health_threshold_seconds: float = Field(default=30.0, gt=0)
+    # The triggerer (docs/triggerer.md): how many triggers one runs at once (Airflow's
+    # triggerer capacity).
+    triggerer_capacity: int = Field(default=1000, gt=0)
     # DAG files are imported in child processes (tradewind/dag_processor.py, docs/dag-folders.md):
     # seconds one file may take (Airflow's dag_file_processor_timeout), the child's address space
     # in MiB (0: no limit), and how many children import at once.

@@ -6,12 +6,9 @@ is missing rather than a bare ``cannot import name``; a task never starts to fai
 
 from __future__ import annotations
 
-_ASSETS = "assets (data-aware scheduling)"
 _PARTITIONS = "partitioned assets"
 
-FEATURES = {
-    "AssetWatcher": _ASSETS,
-}
+FEATURES: dict[str, str] = {}
 
 
 def missing_feature(name: str, module: str) -> ImportError | AttributeError:

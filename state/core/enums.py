@@ -22,6 +22,9 @@ class TaskInstanceState(StrEnum):
     REMOVED = "removed"
     # A sensor in reschedule mode between two pokes: no slot held, next_retry_at is the next poke.
     UP_FOR_RESCHEDULE = "up_for_reschedule"
+    # Waiting on the triggerer (DESIGN.md §12): no slot held, no try consumed; its trigger is a
+    # row of the ``trigger`` table, and its event puts it back to scheduled.
+    DEFERRED = "deferred"
 
 
 class DagRunState(StrEnum):
@@ -49,6 +52,7 @@ _CLEARABLE = {
     TI.UPSTREAM_FAILED,
     TI.UP_FOR_RETRY,
     TI.UP_FOR_RESCHEDULE,
+    TI.DEFERRED,
 }
 
 TASK_INSTANCE_TRANSITIONS: dict[TaskInstanceState, frozenset[TaskInstanceState]] = {
@@ -60,11 +64,22 @@ TASK_INSTANCE_TRANSITIONS: dict[TaskInstanceState, frozenset[TaskInstanceState]]
     # ends a try whose message was re-sent or delivered too many times.
     TI.QUEUED: frozenset({TI.RUNNING, TI.QUEUED, TI.FAILED, TI.UP_FOR_RETRY, TI.NONE}),
     TI.RUNNING: frozenset(
-        {TI.SUCCESS, TI.FAILED, TI.UP_FOR_RETRY, TI.UP_FOR_RESCHEDULE, TI.SKIPPED, TI.NONE}
+        {
+            TI.SUCCESS,
+            TI.FAILED,
+            TI.UP_FOR_RETRY,
+            TI.UP_FOR_RESCHEDULE,
+            TI.DEFERRED,
+            TI.SKIPPED,
+            TI.NONE,
+        }
     ),
     TI.UP_FOR_RETRY: frozenset({TI.SCHEDULED, TI.NONE, TI.REMOVED}),
     # Back to scheduled when the next poke is due (the same try: state/engine/scheduling.py).
     TI.UP_FOR_RESCHEDULE: frozenset({TI.SCHEDULED, TI.NONE, TI.REMOVED}),
+    # Back to scheduled when its trigger fires (the same try, as a sensor's next poke); failed
+    # when its deferral's timeout passes first (state/engine/deferral.py).
+    TI.DEFERRED: frozenset({TI.SCHEDULED, TI.FAILED, TI.NONE, TI.REMOVED}),
     TI.SUCCESS: frozenset({TI.NONE, TI.REMOVED}),
     TI.FAILED: frozenset({TI.NONE, TI.REMOVED}),
     TI.SKIPPED: frozenset({TI.NONE, TI.REMOVED}),

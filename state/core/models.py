@@ -71,7 +71,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0016_event_log"
+SCHEMA_REVISION = "0017_triggers"
 
 
 class Base(DeclarativeBase):
@@ -215,6 +215,10 @@ class TaskInstance(Base):
     items_total: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # A mapped task's name for this index: its map_index_template rendered by the last try.
     rendered_map_index: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    # A deferred try resumes in this method of its operator with these keyword arguments (the
+    # trigger's event under ``event``): set by the deferral and the event (DESIGN.md §12).
+    next_method: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    next_kwargs: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     # A person's note on the task instance, with who wrote it last and when.
     note: Mapped[str | None] = mapped_column(Text, nullable=True)
     note_user: Mapped[str | None] = mapped_column(String(250), nullable=True)
@@ -578,6 +582,45 @@ class Job(Base):
     latest_heartbeat: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class Trigger(Base):
+    """One trigger the triggerer runs (DESIGN.md §12): a deferred try's, or an asset watcher's.
+
+    ``classpath`` and ``kwargs`` are the trigger as its ``serialize()`` said. A deferred try's
+    trigger names the task instance and the try it wakes (``ti_id``, ``try_number``); a
+    watcher's names its asset and watcher instead. ``claim_token`` is the triggerer holding it,
+    fencing its writes: a triggerer that stops beating (``heartbeat_at``) loses the row to
+    another, and its late event is refused. ``fired_at`` and ``event``: the event that woke the
+    task (a fired row is history, never claimed again); ``timeout_at``: the deferral's timeout.
+    """
+
+    __tablename__ = "trigger"
+    __table_args__ = (
+        Index("ix_trigger_ti_id", "ti_id"),
+        # What a triggerer looks at to claim: the rows not fired yet.
+        Index(
+            "ix_trigger_waiting",
+            "id",
+            postgresql_where=text("fired_at IS NULL"),
+            sqlite_where=text("fired_at IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    classpath: Mapped[str] = mapped_column(String(1000))
+    kwargs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    ti_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    try_number: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # An asset watcher's trigger: ``<asset uri> <watcher name>``, one row per watcher.
+    watcher: Mapped[str | None] = mapped_column(String(1600), nullable=True, unique=True)
+    triggerer_id: Mapped[str | None] = mapped_column(String(250), nullable=True)
+    claim_token: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    timeout_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    event: Mapped[Any] = mapped_column(JSON, nullable=True)
+    fired_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a
 # try's end, a scheduling pass): they skip the ORM's compile and execute layers.
 TI_TABLE: Table = TaskInstance.__table__  # type: ignore[assignment]
@@ -585,3 +628,4 @@ RUN_TABLE: Table = DagRun.__table__  # type: ignore[assignment]
 DAG_TABLE: Table = DagModel.__table__  # type: ignore[assignment]
 POOL_TABLE: Table = Pool.__table__  # type: ignore[assignment]
 STATE_TABLE: Table = TaskStateValue.__table__  # type: ignore[assignment]
+TRIGGER_TABLE: Table = Trigger.__table__  # type: ignore[assignment]

@@ -36,6 +36,7 @@ from state.core import (
     ti_move,
     transition_tis,
 )
+from state.engine.deferral import add_trigger
 from state.engine.end_plan import (
     FirstWaiting,
     FullPass,
@@ -45,7 +46,7 @@ from state.engine.end_plan import (
     plan_end,
     plan_reschedule,
 )
-from state.engine.outcomes import Outcome, Succeeded
+from state.engine.outcomes import Deferred, Outcome, Succeeded
 from state.engine.scheduling import CachedDag, Enqueue, cached_dag, dag_version, pass_after_end
 from state.records import EventSource, OutletEvent, keep_try, record_events
 
@@ -148,6 +149,9 @@ def _plan(url: str, end: Verdict) -> Plan:
         return FullPass()
     if end.state == TI.UP_FOR_RESCHEDULE:
         return plan_reschedule(dag.structure)
+    if end.state == TI.DEFERRED:
+        # The trigger's row is written with the end (record_end): a pass, in one transaction.
+        return FullPass()
     succeeded, events = end.state == TI.SUCCESS, bool(end.asset_events)
     key = ("plan", end.task_id, succeeded, end.follow, events)
     memo = dag.structure.memo
@@ -230,6 +234,8 @@ def record_end(session: Session, end: Verdict) -> bool:
         record_events(session, source, end.asset_events, end.at)
     if moved == 1 and end.state == TI.UP_FOR_RETRY:
         keep_try(session, end.fence.ti_id, end.fence.try_number, TI.FAILED)
+    if moved == 1 and isinstance(end.outcome, Deferred):
+        add_trigger(session, end.fence.ti_id, end.fence.try_number, end.outcome, end.at)
     return moved == 1
 
 

@@ -1,8 +1,9 @@
 """How a try ended, as its supervisor tells the store: one frozen value per way to end.
 
 The supervisor builds one of these from the task's last message (``SucceedTask``, ``FailTask``,
-``SkipTask``, ``RescheduleTask``), or a ``Failed`` of its own when the task could not say
-(timeout, killed, crashed, could not start); ``state.engine.try_life.record`` takes it as it is.
+``SkipTask``, ``RescheduleTask``, ``DeferTask``), or a ``Failed`` of its own when the task could
+not say (timeout, killed, crashed, could not start); ``state.engine.try_life.record`` takes it
+as it is.
 What the end means for the store (retry or fail, when the retry is due, the asset events, the plan)
 is decided there, never by the worker: an outcome says only what happened.
 """
@@ -47,5 +48,17 @@ class Rescheduled:
     next_poke_at: dt.datetime | None = None
 
 
-# A deferred try (the triggerer's) will be one more variant here, and one more case of the store's.
-Outcome = Succeeded | Failed | Skipped | Rescheduled
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """The task deferred (DESIGN.md §12): the same try resumes in ``method_name`` (with
+    ``method_kwargs`` and the event) once the trigger ``classpath(**kwargs)`` fires, or fails
+    when ``timeout_seconds`` pass first."""
+
+    classpath: str
+    kwargs: dict[str, Any]
+    method_name: str
+    method_kwargs: dict[str, Any]
+    timeout_seconds: float | None = None
+
+
+Outcome = Succeeded | Failed | Skipped | Rescheduled | Deferred

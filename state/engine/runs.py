@@ -30,6 +30,7 @@ from state.core import (
     transition_tis,
     utcnow,
 )
+from state.engine.deferral import cancel_triggers
 from state.engine.marker_clear import MarkerHop, marked_clears
 from state.engine.run_life import tasks_in_run
 from state.engine.run_wake import notify_run_created
@@ -247,6 +248,9 @@ def clear_task_instances(
             "deliveries": 0,
         }
         copy = cleared_try(ti)  # the try as it was: the clear resets its row
+        if ti.state == TI.DEFERRED:  # its trigger is cancelled (state/engine/deferral.py)
+            values.update(next_method=None, next_kwargs=None)
+            cancel_triggers(session, [ti.id])
         # A writer that moved it since the read won: its results are not ours to discard.
         if transition_tis(session, [ti.id], [TI(ti.state)], TI.NONE, values):
             keep_cleared_try(session, copy)

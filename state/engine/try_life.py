@@ -45,7 +45,7 @@ from state.core import (
 )
 from state.engine.end import Recorded, Verdict, end_try
 from state.engine.liveness import count_redelivery, fail_overdelivered
-from state.engine.outcomes import Failed, Outcome, Rescheduled, Skipped, Succeeded
+from state.engine.outcomes import Deferred, Failed, Outcome, Rescheduled, Skipped, Succeeded
 from state.engine.retries import retry_delay_seconds
 from state.engine.scheduling import Enqueue, dag_version
 from state.records import OutletEvent, TIKey, events_of_success
@@ -79,6 +79,9 @@ class HeldTry:
     run: dict[str, Any]
     # The version of the DAG the run follows (a structure this process may have read already).
     version_hash: str | None = None
+    # A deferred try resuming (DESIGN.md §12): the method to call and its keyword arguments.
+    next_method: str | None = None
+    next_kwargs: dict[str, Any] | None = None
 
     @property
     def pool(self) -> str:
@@ -145,6 +148,8 @@ def claim_try(
         fileloc=run.fileloc,
         task_spec=structure.tasks.get(ti.task_id, _NOT_IN_VERSION),
         version_hash=run.run_version,
+        next_method=ti.next_method,
+        next_kwargs=ti.next_kwargs,
         run={
             "params": {**structure.params, **(run.conf or {})},
             "conf": dict(run.conf or {}),
@@ -223,6 +228,8 @@ def judge(held: HeldTry, outcome: Outcome, at: dt.datetime) -> Verdict:
     """
     # A supervisor lived to record this end: the delivery count starts over (see claim_try).
     values: dict[str, Any] = {"end_date": at, "error": None, "deliveries": 0}
+    if held.next_method is not None:  # a resumed try: where it resumed is spent
+        values.update(next_method=None, next_kwargs=None)
     match outcome:
         case Succeeded():
             events = _asset_events(held.task_spec, outcome)
@@ -239,6 +246,11 @@ def judge(held: HeldTry, outcome: Outcome, at: dt.datetime) -> Verdict:
         case Rescheduled(next_poke_at=next_poke_at):
             values["next_retry_at"] = next_poke_at or at
             return Verdict(held, outcome, TI.UP_FOR_RESCHEDULE, values, at)
+        case Deferred():
+            # The event is added to these when the trigger fires (state/engine/deferral.py).
+            values["next_method"] = outcome.method_name
+            values["next_kwargs"] = dict(outcome.method_kwargs)
+            return Verdict(held, outcome, TI.DEFERRED, values, at)
 
 
 def _retry_delay(held: HeldTry, failed: Failed) -> float:

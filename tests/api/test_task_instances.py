@@ -236,3 +236,20 @@ def test_pages_across_runs_never_overlap_and_their_order_is_served_in_order(
     assert [ti["dag_run_id"] for ti in newest["task_instances"]][:2] == ["p2", "p2"]
     bad = api.get(every, params={"order_by": "nope"}, headers=as_role("viewer"))
     assert bad.status_code == 400 and "cannot order by 'nope'" in bad.text
+
+
+def test_a_deferred_task_instance_is_listed_deferred_and_says_why_it_waits(
+    api: TestClient, as_role: Headers, home: Home
+) -> None:
+    run_pk = _run(home)
+    ti = home.ti(run_pk, "extract")
+    home.end_try(ti.id, TI.DEFERRED, start_date=utcnow())
+    one = api.get(f"{RUN}/taskInstances/extract", headers=as_role("viewer")).json()
+    conforms("TaskInstanceResponse", one)
+    assert one["state"] == "deferred"
+    only = api.get(
+        f"{RUN}/taskInstances", params={"state": ["deferred"]}, headers=as_role("viewer")
+    ).json()
+    assert [t["task_id"] for t in only["task_instances"]] == ["extract"]
+    why = api.get(f"{RUN}/taskInstances/extract/dependencies", headers=as_role("viewer")).json()
+    assert [d["name"] for d in why["dependencies"]] == ["Task Deferred"]

@@ -42,6 +42,8 @@ def test_standalone_run_executes_the_example_end_to_end(
     assert "/dags/etl_example/runs/" in done.stdout and "sign in as admin" in done.stdout
     worker_log = (examples_env.home / "worker.log").read_text()
     assert "celery@" in worker_log  # a real Celery worker served the run
+    # A triggerer ran beside them (deferred tasks, asset watchers), and stopped with them.
+    assert "triggerer" in (examples_env.home / "triggerer.log").read_text()
     assert processes_using(examples_env.home) == []
 
 

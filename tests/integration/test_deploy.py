@@ -25,7 +25,7 @@ from cryptography.fernet import Fernet
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-OUR_SERVICES = ("init", "scheduler", "worker", "api", "flower")
+OUR_SERVICES = ("init", "scheduler", "triggerer", "worker", "api", "flower")
 #: What an operator puts in the compose file's `.env`: the secrets it requires.
 SECRETS = {
     "TRADEWIND_FERNET_KEY": Fernet.generate_key().decode(),
@@ -43,7 +43,7 @@ def test_compose_has_every_service_with_a_healthcheck() -> None:
     services = COMPOSE["services"]
     assert set(services) == {"redis", "postgres", *OUR_SERVICES}
     assert "--appendonly" in services["redis"]["command"]
-    for name in ("redis", "postgres", "scheduler", "worker", "api", "flower"):
+    for name in ("redis", "postgres", "scheduler", "triggerer", "worker", "api", "flower"):
         assert services[name]["healthcheck"]["test"], name
     assert "/api/v2/monitor/health" in " ".join(services["api"]["healthcheck"]["test"])
     assert services["api"]["depends_on"]["init"]["condition"] == "service_completed_successfully"
@@ -70,6 +70,7 @@ def test_compose_gives_each_secret_to_the_services_that_need_it_only() -> None:
     assert holders == {
         "init": set(),
         "scheduler": set(),  # it imports DAG files: their code must not read a key
+        "triggerer": set(),  # it runs trigger classes of DAG files: the same
         "worker": {"TRADEWIND_FERNET_KEY"},
         "api": {"TRADEWIND_FERNET_KEY", "TRADEWIND_API_SECRET_KEY"},
         "flower": {"FLOWER_BASIC_AUTH"},
@@ -100,6 +101,7 @@ def test_compose_commands_run_a_dag(fleet) -> None:
     api = [*_argv(services["api"]["command"][:-4]), "--host", "127.0.0.1", "--port", str(port)]
     for name, argv in (
         ("scheduler", _argv(services["scheduler"]["command"])),
+        ("triggerer", _argv(services["triggerer"]["command"])),
         ("worker", _argv(services["worker"]["command"])),
         ("flower", [*flower, "--address=127.0.0.1"]),
         ("api", api),
@@ -126,6 +128,7 @@ def test_procfile_runs_a_dag_with_honcho(fleet) -> None:
     procfile = (ROOT / "Procfile").read_text()
     assert {line.split(":")[0] for line in procfile.splitlines() if line} == {
         "scheduler",
+        "triggerer",
         "worker",
         "api",
         "flower",
@@ -146,19 +149,20 @@ def test_procfile_runs_a_dag_with_honcho(fleet) -> None:
     assert _flower_status(5599) == 401
     fleet.wait_for(lambda: _health(api_port) == "healthy", 60, "the API server's health")
     assert "worker.1" in fleet.log("honcho") and "scheduler.1" in fleet.log("honcho")
+    assert "triggerer.1" in fleet.log("honcho")
     assert "api.1" in fleet.log("honcho")
     keys = {"TRADEWIND_API_SECRET_KEY", "TRADEWIND_FERNET_KEY"}
     held = {kind: names & keys for kind, names in _secrets_held(fleet.home).items()}
     assert held["api-server"] == {"TRADEWIND_API_SECRET_KEY", "TRADEWIND_FERNET_KEY"}
     assert held["worker"] == {"TRADEWIND_FERNET_KEY"}  # so none of its tasks has the API's key
-    assert held["scheduler"] == held["flower"] == set()
+    assert held["scheduler"] == held["flower"] == held["triggerer"] == set()
 
 
 def test_the_procfile_gives_the_api_key_to_the_api_server_only() -> None:
     lines = dict(line.split(": ", 1) for line in (ROOT / "Procfile").read_text().splitlines())
-    for name in ("scheduler", "worker", "flower"):
+    for name in ("scheduler", "triggerer", "worker", "flower"):
         assert lines[name].startswith("env -u TRADEWIND_API_SECRET_KEY "), name
-    for name in ("scheduler", "flower"):
+    for name in ("scheduler", "triggerer", "flower"):
         assert "-u TRADEWIND_FERNET_KEY " in lines[name], name
     assert "--address=${FLOWER_ADDRESS:-127.0.0.1}" in lines["flower"]
     assert lines["api"].startswith('TRADEWIND_API_SECRET_KEY="${TRADEWIND_API_SECRET_KEY:?')
@@ -168,7 +172,7 @@ def _secrets_held(home: Path) -> dict[str, set[str]]:
     """For each kind of process of the fleet at ``home`` (by its command line), the secrets in
     the environment of any process of that kind (the shells honcho starts them with aside)."""
     kinds = {"api-server": "api-server", "worker worker": "worker", "scheduler": "scheduler",
-             "flower": "flower"}  # fmt: skip
+             "flower": "flower", "tradewind triggerer": "triggerer"}  # fmt: skip
     held: dict[str, set[str]] = {}
     for proc in Path("/proc").glob("[0-9]*"):
         try:

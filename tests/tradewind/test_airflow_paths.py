@@ -89,8 +89,8 @@ def test_airflow2_spellings_load_with_one_warning_line_per_file(tmp_path: Path) 
             "ImportError: DagModel (from airflow.models) is not supported by Tradewind",
         ),
         (
-            "from airflow.sdk import AssetWatcher",
-            "ImportError: AssetWatcher is not supported by Tradewind yet: assets",
+            "from airflow.sdk import HITLTrigger",
+            "ImportError: HITLTrigger (from airflow.sdk) is not supported by Tradewind",
         ),
         (
             "from airflow.contrib.operators.ssh_operator import SSHOperator",

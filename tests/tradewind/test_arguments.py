@@ -119,8 +119,6 @@ def test_a_dag_argument_not_supported_is_refused_naming_it(
 
 
 def test_an_airflow_name_tradewind_lacks_fails_the_import_naming_the_feature() -> None:
-    with pytest.raises(ImportError, match="AssetWatcher is not supported by Tradewind yet"):
-        from tradewind import AssetWatcher  # noqa: F401
     with pytest.raises(ImportError, match=r"StartOfDecadeMapper is not supported.*partitioned"):
         tradewind.StartOfDecadeMapper  # noqa: B018
     with pytest.raises(AttributeError):

@@ -163,7 +163,6 @@ def test_failed_states_can_name_success() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"deferrable": True}, "t: deferrable=True is not supported .*leave deferrable=False"),
         ({"allowed_states": ["done"]}, "allowed_states names 'done': use DAG run states"),
         ({"failed_states": ["skipped"]}, "failed_states names 'skipped'"),
         ({"poke_interval": "soon"}, "poke_interval must be a number of seconds"),
@@ -258,7 +257,6 @@ def test_check_existence_names_what_is_missing() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"deferrable": True}, "s: deferrable=True is not supported"),
         ({"external_task_id": "a", "external_task_ids": ["b"]}, "not both"),
         ({"external_task_id": "a", "external_task_group_id": "g"}, "not both"),
         ({"external_task_ids": ["a", "a"]}, "names a task twice"),
@@ -315,3 +313,32 @@ def test_a_marker_renders_its_target_with_its_run() -> None:
 def test_a_marker_refuses_bad_arguments(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(DagDefinitionError, match=message), DAG("p"):
         ExternalTaskMarker(task_id="m", external_dag_id="c", external_task_id="t", **kwargs)
+
+
+def test_the_deferrable_cross_dag_operators_defer_on_their_triggers() -> None:
+    from tradewind.triggers import TaskDeferred
+    from tradewind.triggers.external_task import DagStateTrigger, WorkflowTrigger
+
+    waiting = sensor(external_task_id="a", deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        waiting.execute(context_of(FakeClient()))
+    trigger_ = deferred.value.trigger
+    assert isinstance(trigger_, WorkflowTrigger) and trigger_.logical_dates == [WHEN]
+    assert (trigger_.external_dag_id, trigger_.external_task_ids) == ("target", ["a"])
+    assert deferred.value.method_name == "execute_complete"
+    waiting.execute_complete(context_of(FakeClient()), {"status": "success"})
+    with pytest.raises(ExternalTaskFailedError):
+        waiting.execute_complete(context_of(FakeClient()), {"status": "failed"})
+
+    client = FakeClient()
+    triggering = trigger(logical_date=WHEN.isoformat(), wait_for_completion=True, deferrable=True)
+    with pytest.raises(TaskDeferred) as deferred:
+        triggering.execute(context_of(client))
+    run_id = f"manual__{WHEN.isoformat()}"
+    assert isinstance(deferred.value.trigger, DagStateTrigger)
+    assert deferred.value.trigger.run_ids == [run_id] and deferred.value.kwargs == {
+        "run_id": run_id
+    }
+    event = {"dag_id": "target", "run_states": {run_id: "failed"}}
+    with pytest.raises(TriggeredRunFailed):
+        triggering.execute_complete(context_of(client), event, run_id=run_id)

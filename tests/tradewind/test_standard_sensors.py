@@ -72,9 +72,19 @@ def test_a_day_of_week_sensor_checks_the_logical_dates_day() -> None:
     assert monday.poke(context_of(monday)) and not weekend.poke(context_of(weekend))
 
 
-def test_the_async_sensors_are_refused_until_the_triggerer_exists() -> None:
-    with DAG("s"), pytest.raises(DagDefinitionError, match="TimeSensorAsync t: deferrable"):
-        TimeSensorAsync(task_id="t", target_time=dt.time(1))
+def test_the_async_sensors_defer_on_a_datetime_trigger() -> None:
+    from tradewind.triggers import TaskDeferred
+    from tradewind.triggers.temporal import DateTimeTrigger
+
+    later = dt.time(23, 59, 59, 999999, tzinfo=dt.UTC)  # today's last moment
+    with DAG("s"):
+        sensor = TimeSensorAsync(task_id="t", target_time=later)
+    assert sensor.deferrable
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(context_of(sensor))
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, DateTimeTrigger) and trigger.moment == sensor.target_datetime
+    assert deferred.value.method_name == "execute_complete"
 
 
 def test_a_file_sensor_finds_a_file_under_its_connections_path(tmp_path: Path) -> None:

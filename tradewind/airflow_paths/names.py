@@ -96,6 +96,19 @@ _STANDARD: dict[str, dict[str, str]] = {
         "ExternalTaskMarker": f"{_TW_STD}.external_task:ExternalTaskMarker",
     },
     "utils.weekday": {"WeekDay": f"{_TW_STD}.weekday:WeekDay"},
+    "triggers.temporal": {
+        "DateTimeTrigger": "tradewind.triggers.temporal:DateTimeTrigger",
+        "TimeDeltaTrigger": "tradewind.triggers.temporal:TimeDeltaTrigger",
+    },
+    "triggers.file": {
+        "FileTrigger": "tradewind.triggers.file:FileTrigger",
+        "FileDeleteTrigger": "tradewind.triggers.file:FileDeleteTrigger",
+        "DirectoryFileDeleteTrigger": "tradewind.triggers.file:DirectoryFileDeleteTrigger",
+    },
+    "triggers.external_task": {
+        "WorkflowTrigger": "tradewind.triggers.external_task:WorkflowTrigger",
+        "DagStateTrigger": "tradewind.triggers.external_task:DagStateTrigger",
+    },
     "exceptions": {
         name: f"{_TW_STD}.external_task:{name}"
         for name in (
@@ -197,6 +210,29 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.exceptions": _row(
         delegate="tradewind.exceptions",
         AirflowTimetableInvalid="tradewind.timetable_base:InvalidTimetable",
+        TaskDeferred="tradewind.triggers.base:TaskDeferred",
+    ),
+    "airflow.providers.common.messaging.triggers.msg_queue": _row(
+        MessageQueueTrigger="tradewind.triggers.queues:MessageQueueTrigger",
+    ),
+    "airflow.triggers.base": _row(
+        BaseTrigger="tradewind.triggers.base:BaseTrigger",
+        BaseEventTrigger="tradewind.triggers.base:BaseEventTrigger",
+        TriggerEvent="tradewind.triggers.base:TriggerEvent",
+    ),
+    "airflow.triggers.temporal": _row(
+        airflow3=f"{_STD}.triggers.temporal",
+        DateTimeTrigger="tradewind.triggers.temporal:DateTimeTrigger",
+        TimeDeltaTrigger="tradewind.triggers.temporal:TimeDeltaTrigger",
+    ),
+    "airflow.triggers.file": _row(
+        airflow3=f"{_STD}.triggers.file",
+        FileTrigger="tradewind.triggers.file:FileTrigger",
+    ),
+    "airflow.triggers.external_task": _row(
+        airflow3=f"{_STD}.triggers.external_task",
+        WorkflowTrigger="tradewind.triggers.external_task:WorkflowTrigger",
+        DagStateTrigger="tradewind.triggers.external_task:DagStateTrigger",
     ),
     "airflow.utils.trigger_rule": _row(TriggerRule="tradewind:TriggerRule"),
     "airflow.utils.task_group": _row(TaskGroup="tradewind:TaskGroup"),
@@ -382,6 +418,9 @@ _SDK = _row(
     Context="tradewind.context:Context",
     BaseHook="tradewind.hooks:BaseHook",
     BaseBranchOperator=f"{_TW_STD}.branch:BaseBranchOperator",
+    BaseTrigger="tradewind.triggers.base:BaseTrigger",
+    TriggerEvent="tradewind.triggers.base:TriggerEvent",
+    TaskDeferred="tradewind.triggers.base:TaskDeferred",
     TaskInstanceState="tradewind.states:TaskInstanceState",
     DagRunState="tradewind.states:DagRunState",
     timezone="tradewind.timezone",

@@ -3,6 +3,7 @@
 ``apache-airflow-providers-standard`` (1.21) is what most Airflow DAG folders import from:
 ``PythonOperator``, ``BranchPythonOperator``, ``EmptyOperator``, the time and file sensors...
 Each module here builds one family on Tradewind's ``BaseOperator``, ``BaseSensorOperator`` and
-the TaskFlow decorators, with the provider's arguments and behaviour; a few of its arguments
-that need a part Tradewind lacks (``deferrable=True``: the triggerer) are refused in one line.
+the TaskFlow decorators, with the provider's arguments and behaviour; ``deferrable=True`` waits
+on the triggerer (``tradewind/triggers/``, docs/triggerer.md), and an argument that needs a part
+Tradewind lacks is refused in one line.
 """

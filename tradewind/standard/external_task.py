@@ -29,7 +29,6 @@ from tradewind.standard.trigger_dagrun import (
     DAG_RUN_STATES,
     CrossDagClient,
     cross_dag_client,
-    refuse_deferrable,
     state_names,
 )
 
@@ -84,7 +83,10 @@ class ExternalTaskGroupFailedError(ExternalTaskSensorError):
 
 
 class ExternalTaskSensor(BaseSensorOperator):
-    """Wait for a task, a task group or a whole run of another DAG at a logical date."""
+    """Wait for a task, a task group or a whole run of another DAG at a logical date; with
+    ``deferrable=True`` on a ``WorkflowTrigger`` in the triggerer."""
+
+    can_defer = True
 
     template_fields: ClassVar[Sequence[str]] = (
         "external_dag_id",
@@ -109,9 +111,8 @@ class ExternalTaskSensor(BaseSensorOperator):
         deferrable: bool = False,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**_poke_interval_spelled(kwargs))
+        super().__init__(deferrable=deferrable, **_poke_interval_spelled(kwargs))
         where = f"ExternalTaskSensor {self.task_id}"
-        refuse_deferrable(where, deferrable)
         self.external_dag_id = external_dag_id
         self.external_task_id = external_task_id
         self.external_task_ids = _task_ids(where, external_task_id, external_task_ids)
@@ -179,20 +180,52 @@ class ExternalTaskSensor(BaseSensorOperator):
 
     def _count(self, client: CrossDagClient, dates: list[dt.datetime], states: list[str]) -> float:
         """How many of ``dates`` are in ``states``, counted as Airflow counts them."""
-        if self.external_task_ids:
-            found = client.get_task_instance_states(
-                self.external_dag_id, dates, list(self.external_task_ids), None
-            )
-            matching = [ti for ti in found if ti[3] in states]
-            return len(matching) / len(self.external_task_ids)
-        if self.external_task_group_id:
-            found = client.get_task_instance_states(
-                self.external_dag_id, dates, None, self.external_task_group_id
-            )
-            return _runs_all_in(found, states)
-        return sum(
-            state in states for state in client.get_dag_run_states(self.external_dag_id, dates)
+        return count_in_states(
+            client,
+            self.external_dag_id,
+            self.external_task_ids,
+            self.external_task_group_id,
+            dates,
+            states,
         )
+
+    def execute(self, context: dict[str, Any]) -> Any:
+        """Poke, or with ``deferrable=True`` wait on a ``WorkflowTrigger`` in the triggerer."""
+        if not self.deferrable:
+            return super().execute(context)
+        from tradewind.triggers.external_task import WorkflowTrigger
+
+        dates = self.logical_dates(context)
+        if self.check_existence:
+            self._check_existence(cross_dag_client(context))
+        print(f"deferring on {self._watched()} of DAG {self.external_dag_id}", flush=True)
+        trigger = WorkflowTrigger(
+            external_dag_id=self.external_dag_id,
+            logical_dates=dates,
+            external_task_ids=self.external_task_ids,
+            external_task_group_id=self.external_task_group_id,
+            failed_states=self.failed_states,
+            skipped_states=self.skipped_states,
+            allowed_states=self.allowed_states,
+            poke_interval=self.poke_interval,
+            soft_fail=self.soft_fail,
+        )
+        self.defer(trigger=trigger, method_name="execute_complete")
+
+    def execute_complete(self, context: dict[str, Any], event: Any = None) -> None:
+        """Where the deferred sensor resumes: the trigger's status decides."""
+        status = (event or {}).get("status") if isinstance(event, dict) else None
+        message = f"{self._watched()} of DAG {self.external_dag_id}"
+        if status == "success":
+            print(f"{message} reached {self.allowed_states}", flush=True)
+            return
+        if status == "skipped":
+            raise SkipTask(f"{message} reached one of skipped_states")
+        if status == "failed":
+            if self.soft_fail:
+                raise SkipTask(f"{message} failed: skipped (soft_fail)")
+            raise self._failure()(f"{message} failed")
+        raise ExternalTaskSensorError(f"{message}: unexpected trigger event {event!r}")
 
     def _check_existence(self, client: CrossDagClient) -> None:
         known = client.get_dag_tasks(self.external_dag_id)
@@ -223,6 +256,26 @@ class ExternalTaskSensor(BaseSensorOperator):
             found = call_with_context(self.execution_date_fn, own, context)
             return [_aware(d) for d in (found if isinstance(found, list | tuple) else [found])]
         return [own]
+
+
+def count_in_states(
+    client: CrossDagClient,
+    dag_id: str,
+    task_ids: Sequence[str] | None,
+    group_id: str | None,
+    dates: list[dt.datetime],
+    states: list[str],
+) -> float:
+    """How many of ``dates`` are in ``states``, counted as Airflow counts them (the sensor's
+    poke and the ``WorkflowTrigger`` share it)."""
+    if task_ids:
+        found = client.get_task_instance_states(dag_id, dates, list(task_ids), None)
+        matching = [ti for ti in found if ti[3] in states]
+        return len(matching) / len(task_ids)
+    if group_id:
+        found = client.get_task_instance_states(dag_id, dates, None, group_id)
+        return _runs_all_in(found, states)
+    return sum(state in states for state in client.get_dag_run_states(dag_id, dates))
 
 
 def _poke_interval_spelled(kwargs: dict[str, Any]) -> dict[str, Any]:

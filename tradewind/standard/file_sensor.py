@@ -15,10 +15,14 @@ from typing import Any, ClassVar
 
 from tradewind.connections import Connection
 from tradewind.sensor_operator import BaseSensorOperator
+from tradewind.triggers.file import FileTrigger
 
 
 class FileSensor(BaseSensorOperator):
-    """``FileSensor(task_id=..., filepath=..., fs_conn_id="fs_default", recursive=False)``."""
+    """``FileSensor(task_id=..., filepath=..., fs_conn_id="fs_default", recursive=False)``;
+    with ``deferrable=True`` it pokes once, then waits on a ``FileTrigger`` in the triggerer."""
+
+    can_defer = True
 
     template_fields: ClassVar[Sequence[str]] = ("filepath", "fs_conn_id")
 
@@ -53,3 +57,20 @@ class FileSensor(BaseSensorOperator):
                     print(f"found files in {found}", flush=True)
                     return True
         return False
+
+    def execute(self, context: dict[str, Any]) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        if self.poke(context):
+            return None
+        print(f"deferring until a file matches {self.path}", flush=True)
+        self.defer(
+            trigger=FileTrigger(
+                self.path, recursive=self.recursive, poke_interval=self.poke_interval
+            ),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: dict[str, Any], event: Any = None) -> None:
+        """Where the deferred sensor resumes: a file is there."""
+        print(f"resumed: file found ({event})", flush=True)

@@ -2,8 +2,9 @@
 ``DayOfWeekSensor``, as the standard provider's, in ``poke`` or ``reschedule`` mode.
 
 Each poke compares now (UTC) with its target, so a rescheduled sensor frees its worker slot
-while it waits. Their ``*Async`` forms and ``deferrable=True`` need the triggerer, which
-Tradewind does not have yet: both are refused at load in one line.
+while it waits. With ``deferrable=True`` (and in their ``*Async`` forms) the first three defer
+on a ``DateTimeTrigger`` at their target instead: no slot and no poke while they wait, the
+triggerer wakes them (DESIGN.md §12).
 """
 
 from __future__ import annotations
@@ -15,6 +16,30 @@ from typing import Any, ClassVar
 from tradewind.dag_context import current_dag
 from tradewind.sensor_operator import BaseSensorOperator
 from tradewind.standard.weekday import week_days
+from tradewind.triggers.temporal import DateTimeTrigger
+
+
+class _DefersToMoment(BaseSensorOperator):
+    """A sensor that waits for a moment: with ``deferrable=True`` it defers until then."""
+
+    can_defer = True
+
+    def target(self, context: dict[str, Any]) -> dt.datetime:
+        raise NotImplementedError
+
+    def execute(self, context: dict[str, Any]) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        moment = self.target(context)
+        if moment <= utcnow():
+            print(f"{moment.isoformat()} has passed: not deferring", flush=True)
+            return None
+        print(f"deferring until {moment.isoformat()}", flush=True)
+        self.defer(trigger=DateTimeTrigger(moment), method_name="execute_complete")
+
+    def execute_complete(self, context: dict[str, Any], event: Any = None) -> None:
+        """Where the deferred sensor resumes: its moment has come."""
+        print(f"resumed: {event}", flush=True)
 
 
 def utcnow() -> dt.datetime:
@@ -28,7 +53,7 @@ def dag_zone() -> dt.tzinfo:
     return (start.tzinfo if start is not None else None) or dt.UTC
 
 
-class TimeDeltaSensor(BaseSensorOperator):
+class TimeDeltaSensor(_DefersToMoment):
     """Wait until ``delta`` after the run's data interval end (else its logical date);
     ``delta`` is a timedelta, or minutes."""
 
@@ -38,13 +63,21 @@ class TimeDeltaSensor(BaseSensorOperator):
         self.delta = delta
         super().__init__(**kwargs)
 
-    def poke(self, context: dict[str, Any]) -> bool:
+    def target(self, context: dict[str, Any]) -> dt.datetime:
         delta = self.delta
         if not isinstance(delta, dt.timedelta):
             delta = dt.timedelta(minutes=int(delta))
-        base = context.get("data_interval_end") or context["dag_run"].logical_date
-        print(f"waiting until {base} + {delta}", flush=True)
-        return bool(utcnow() > base + delta)
+        base: dt.datetime | None = (
+            context.get("data_interval_end") or context["dag_run"].logical_date
+        )
+        if base is None:  # a run without a logical date: from now, as the wait starts
+            base = utcnow()
+        return base + delta
+
+    def poke(self, context: dict[str, Any]) -> bool:
+        moment = self.target(context)
+        print(f"waiting until {moment}", flush=True)
+        return bool(utcnow() > moment)
 
 
 class WaitSensor(BaseSensorOperator):
@@ -65,7 +98,7 @@ class WaitSensor(BaseSensorOperator):
         return True
 
 
-class TimeSensor(BaseSensorOperator):
+class TimeSensor(_DefersToMoment):
     """Wait until ``target_time`` (a time of day, in the DAG's zone) of the day the DAG file
     was read, as in Airflow."""
 
@@ -76,12 +109,15 @@ class TimeSensor(BaseSensorOperator):
         self.target_datetime = moment.replace(tzinfo=target_time.tzinfo or zone).astimezone(dt.UTC)
         super().__init__(**kwargs)
 
+    def target(self, context: dict[str, Any]) -> dt.datetime:
+        return self.target_datetime
+
     def poke(self, context: dict[str, Any]) -> bool:
         print(f"waiting for {self.target_datetime.isoformat()}", flush=True)
         return utcnow() > self.target_datetime
 
 
-class DateTimeSensor(BaseSensorOperator):
+class DateTimeSensor(_DefersToMoment):
     """Wait until ``target_time``: a datetime, or an ISO 8601 string (templated, e.g.
     ``"{{ data_interval_end }}"``); without a zone it is UTC."""
 
@@ -102,6 +138,9 @@ class DateTimeSensor(BaseSensorOperator):
                 f"got {type(target).__name__}"
             )
         return target if target.tzinfo is not None else target.replace(tzinfo=dt.UTC)
+
+    def target(self, context: dict[str, Any]) -> dt.datetime:
+        return self.moment
 
     def poke(self, context: dict[str, Any]) -> bool:
         print(f"waiting for {self.moment.isoformat()}", flush=True)
@@ -126,21 +165,24 @@ class DayOfWeekSensor(BaseSensorOperator):
 
 
 class TimeDeltaSensorAsync(TimeDeltaSensor):
-    """Deferrable only: refused at load (no triggerer yet)."""
+    """``TimeDeltaSensor(deferrable=True)``."""
 
     def __init__(self, **kwargs: Any) -> None:
+        kwargs.pop("deferrable", None)
         super().__init__(deferrable=True, **kwargs)
 
 
 class TimeSensorAsync(TimeSensor):
-    """Deferrable only: refused at load (no triggerer yet)."""
+    """``TimeSensor(deferrable=True)``."""
 
     def __init__(self, **kwargs: Any) -> None:
+        kwargs.pop("deferrable", None)
         super().__init__(deferrable=True, **kwargs)
 
 
 class DateTimeSensorAsync(DateTimeSensor):
-    """Deferrable only: refused at load (no triggerer yet)."""
+    """``DateTimeSensor(deferrable=True)``."""
 
     def __init__(self, **kwargs: Any) -> None:
+        kwargs.pop("deferrable", None)
         super().__init__(deferrable=True, **kwargs)

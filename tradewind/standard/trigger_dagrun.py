@@ -7,7 +7,8 @@ checked against the DAG's params first), at ``logical_date`` (now when not given
 it to run again, ``skip_when_already_exists`` skips this task, and otherwise the task fails.
 With ``wait_for_completion`` the task then asks every ``poke_interval`` seconds for the run's
 state until it is in ``allowed_states`` (success) or ``failed_states`` (the task fails),
-holding its worker slot as Airflow's non-deferrable operator does.
+holding its worker slot as Airflow's non-deferrable operator does; with ``deferrable=True`` it
+waits on the triggerer instead (a ``DagStateTrigger``), its slot freed.
 """
 
 from __future__ import annotations
@@ -73,15 +74,6 @@ def cross_dag_client(context: dict[str, Any]) -> CrossDagClient:
     return client
 
 
-def refuse_deferrable(where: str, deferrable: bool) -> None:
-    """``deferrable=True`` needs the triggerer: refused, never quietly run another way."""
-    if deferrable:
-        raise DagDefinitionError(
-            f"{where}: deferrable=True is not supported (Tradewind has no triggerer yet): "
-            "leave deferrable=False; a sensor can use mode='reschedule' to free its slot"
-        )
-
-
 def state_names(given: Iterable[Any]) -> list[str]:
     """States as their names: strings, or the members of a state enum (``DagRunState.SUCCESS``)."""
     return [str(getattr(state, "value", state)) for state in given]
@@ -133,7 +125,7 @@ class TriggerDagRunOperator(BaseOperator):
             logical_date = kwargs.pop("execution_date")
         super().__init__(**kwargs)
         where = f"TriggerDagRunOperator {self.task_id}"
-        refuse_deferrable(where, deferrable)
+        self.deferrable = bool(deferrable)
         _check_types(where, logical_date, poke_interval)
         self.trigger_dag_id = trigger_dag_id
         self.trigger_run_id = trigger_run_id
@@ -169,8 +161,36 @@ class TriggerDagRunOperator(BaseOperator):
             )
         print(f"triggered {self.trigger_dag_id} run {run_id} ({outcome})")
         context["ti"].xcom_push(XCOM_RUN_ID, run_id)
+        if self.wait_for_completion and self.deferrable:
+            self._defer_until_done(run_id)
         if self.wait_for_completion:
             self._wait(client, run_id)
+
+    def _defer_until_done(self, run_id: str) -> None:
+        """Wait for the run on the triggerer (a ``DagStateTrigger``), the slot freed."""
+        from tradewind.triggers.external_task import DagStateTrigger
+
+        print(f"deferring until {self.trigger_dag_id} run {run_id} ends", flush=True)
+        trigger = DagStateTrigger(
+            dag_id=self.trigger_dag_id,
+            states=[*self.allowed_states, *self.failed_states],
+            run_ids=[run_id],
+            poll_interval=self.poke_interval,
+        )
+        self.defer(trigger=trigger, method_name="execute_complete", kwargs={"run_id": run_id})
+
+    def execute_complete(
+        self, context: dict[str, Any], event: Any = None, run_id: str | None = None
+    ) -> None:
+        """Where the deferred operator resumes: the run ended in one of the named states."""
+        run_id = str(run_id or self.trigger_run_id)
+        states = (event or {}).get("run_states", {}) if isinstance(event, dict) else {}
+        state = states.get(run_id)
+        if state in self.failed_states:
+            raise TriggeredRunFailed(
+                f"{self.trigger_dag_id} run {run_id} ended {state}, one of failed_states"
+            )
+        print(f"{self.trigger_dag_id} run {run_id} is {state}", flush=True)
 
     def _refuse_paused(self, client: CrossDagClient) -> None:
         known = client.get_dag_tasks(self.trigger_dag_id)

@@ -75,6 +75,8 @@ def task_details(held: HeldTry) -> p.TaskDetails:
         try_number=held.fence.try_number,
         max_tries=held.max_tries,
         generation=held.generation,
+        next_method=held.next_method,
+        next_kwargs=held.next_kwargs,
         **held.run,
     )
 

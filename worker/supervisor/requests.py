@@ -12,7 +12,7 @@ from __future__ import annotations
 from urllib.parse import quote, quote_plus
 
 from state.core import Retry, ride_out, session_scope, store_probe
-from state.engine import Failed, Rescheduled, Skipped, Succeeded
+from state.engine import Deferred, Failed, Rescheduled, Skipped, Succeeded
 from state.records import checkpoints as cp
 from state.records import get_connection as read_connection
 from state.records import get_variable as read_variable
@@ -119,6 +119,18 @@ def skip_task(ctx: TryContext, request: p.SkipTask) -> p.Message:
 @handles
 def reschedule_task(ctx: TryContext, request: p.RescheduleTask) -> p.Message:
     ctx.outcome = Rescheduled(request.reschedule_date)
+    return p.OKResponse()
+
+
+@handles
+def defer_task(ctx: TryContext, request: p.DeferTask) -> p.Message:
+    ctx.outcome = Deferred(
+        request.classpath,
+        request.trigger_kwargs,
+        request.method_name,
+        request.method_kwargs,
+        request.timeout_seconds,
+    )
     return p.OKResponse()
 
 

@@ -33,6 +33,13 @@ from tradewind.sensors import Reschedule
 from tradewind.standard.options import run_execute_callbacks
 from tradewind.task import Task
 from tradewind.templates import render_arguments
+from tradewind.triggers.base import (
+    RESUMING,
+    TaskDeferred,
+    encode_kwargs,
+    resume_of,
+    serialized,
+)
 from tradewind.xcom_arg import RETURN_VALUE, XComArg
 from worker import wire as p
 from worker.process import set_signal_handler
@@ -201,6 +208,7 @@ def open_task(
     details = given or client.request(_HANDSHAKE)
     assert isinstance(details, p.TaskDetails)
     client.details = details
+    RESUMING.set(resume_of(details.next_method, details.next_kwargs))
     context = build_context(details, client, dag, task)
     set_current_context(context)
     return client, details, context
@@ -226,9 +234,37 @@ def run_python_task(
     except Reschedule as reschedule:  # a sensor not done yet (tradewind/sensors.py)
         client.request(p.RescheduleTask(reschedule_date=reschedule.at))
         return 0
+    except TaskDeferred as deferred:  # waits on the triggerer (tradewind/triggers/base.py)
+        return _defer(client, task, context, details, deferred)
     except (Exception, TaskTerminated) as error:
         return _report_failure(client, task, context, details, error)
     client.request(succeed)
+    return 0
+
+
+def _defer(
+    client: Client,
+    task: Task,
+    context: dict[str, Any],
+    details: p.TaskDetails,
+    deferred: TaskDeferred,
+) -> int:
+    """Send the deferral; a trigger that cannot be stored fails the try in one line."""
+    try:
+        classpath, trigger_kwargs = serialized(deferred.trigger)
+        method_kwargs = encode_kwargs(deferred.kwargs)
+    except (TypeError, ValueError) as error:
+        return _report_failure(client, task, context, details, error)
+    print(f"deferred: {deferred}", file=sys.stderr, flush=True)
+    client.request(
+        p.DeferTask(
+            classpath=classpath,
+            trigger_kwargs=trigger_kwargs,
+            method_name=deferred.method_name,
+            method_kwargs=method_kwargs,
+            timeout_seconds=deferred.timeout,
+        )
+    )
     return 0
 
 
@@ -340,6 +376,12 @@ def call_task(task: Task, context: dict[str, Any], client: Client) -> Any:
         map_index = context["ti"].map_index
         kwargs.update(expanded_arguments(task, map_index, lambda value: resolve(value, client)))
     kwargs.update(_context_arguments(task, context, kwargs))
+    resume = RESUMING.get()
+    if resume is not None and task.operator is None:
+        # A @task function that deferred is called again, with the event if it names one.
+        names = parameter_names(task.python_callable)
+        if "event" in names or takes_any_keyword(task.python_callable):
+            kwargs["event"] = resume.kwargs.get("event")
     result = task.python_callable(*args, **kwargs)
     if isinstance(result, CoroutineType):
         result = asyncio.run(result)

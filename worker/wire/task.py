@@ -233,6 +233,19 @@ class RescheduleTask(Message):
     reschedule_date: dt.datetime
 
 
+class DeferTask(Message):
+    """The task deferred (DESIGN.md §12): end the try as ``deferred``; it resumes in
+    ``method_name`` once the trigger ``classpath(**trigger_kwargs)`` fires, or fails after
+    ``timeout_seconds``."""
+
+    type: Literal["DeferTask"] = "DeferTask"
+    classpath: str
+    trigger_kwargs: dict[str, Any] = Field(default_factory=dict)
+    method_name: str
+    method_kwargs: dict[str, Any] = Field(default_factory=dict)
+    timeout_seconds: float | None = None
+
+
 # --- replies: supervisor -> task (noun + Result) ------------------------------------------
 
 
@@ -257,6 +270,10 @@ class TaskDetails(Message):
     partition_date: dt.datetime | None = None
     # Upstream XComs already resolved, for runtime tasks that do not parse the DAG.
     arguments: dict[str, Any] = Field(default_factory=dict)
+    # A deferred try resuming (DESIGN.md §12): the method to call, with these keyword
+    # arguments (the trigger's event under ``event``).
+    next_method: str | None = None
+    next_kwargs: dict[str, Any] | None = None
 
 
 class XComResult(Message):
@@ -385,7 +402,8 @@ ToSupervisor = Annotated[
     | SucceedTask
     | FailTask
     | SkipTask
-    | RescheduleTask,
+    | RescheduleTask
+    | DeferTask,
     Field(discriminator="type"),
 ]
 ToTask = Annotated[
