@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         PoolUse,
         all_dags,
         all_import_errors,
+        all_pool_uses,
         files_with_import_errors,
         get_dag,
         get_import_error,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         list_variables_page,
         run_counts,
     )
+    from state.views.metrics import FleetNow, Reported, read_fleet
     from state.views.overview import GridCounts, RunSummary, grid_cells, latest_runs, recent_runs
     from state.views.progress import (
         PROGRESS_KEY,
@@ -82,6 +84,10 @@ if TYPE_CHECKING:
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
 _MODULE_OF = {
+    "FleetNow": "metrics",
+    "Reported": "metrics",
+    "read_fleet": "metrics",
+    "all_pool_uses": "listing",
     "AssetFilter": "asset_listing",
     "AssetView": "asset_listing",
     "DagFilter": "listing",
@@ -154,10 +160,12 @@ __all__ = [
     "DagFilter",
     "EventFilter",
     "EventRow",
+    "FleetNow",
     "GridCounts",
     "HandMadeEvent",
     "ItemsProgress",
     "PoolUse",
+    "Reported",
     "RunFilter",
     "RunSummary",
     "TIFilter",
@@ -167,6 +175,7 @@ __all__ = [
     "active_in_dag",
     "all_dags",
     "all_import_errors",
+    "all_pool_uses",
     "batch_progress",
     "count_runs_by_state",
     "create_event_by_hand",
@@ -201,6 +210,7 @@ __all__ = [
     "list_xcoms",
     "poll_run",
     "queued_for_dag",
+    "read_fleet",
     "recent_runs",
     "run_counts",
     "run_states",
