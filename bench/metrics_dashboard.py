@@ -1,0 +1,572 @@
+"""The Grafana dashboard of docs/metrics.md, and its picture drawn from a real fleet's scrapes.
+
+The panels are declared once, below: each with its PromQL (what Grafana runs) and the same
+computation in Python over a series of scrapes (what the picture shows). There is no Grafana
+here, so the picture is drawn with matplotlib, panel for panel:
+
+    python bench/metrics_dashboard.py [--seconds 100]     # a fleet, scrapes, the picture
+    python bench/metrics_dashboard.py --dashboard-only    # only docs/grafana/tradewind.json
+
+The fleet: PostgreSQL, Redis, one scheduler, one Celery worker (-c 2), the API server. Runs of
+two DAGs are triggered throughout (a chain of six short tasks every 2 s; a fan-out through a
+two-slot pool with some failures every 8 s); a DAG file that does not import is added at 40% of
+the time and removed at 70%. ``/metrics`` is scraped over HTTP every second.
+
+Writes docs/grafana/tradewind.json, docs/grafana/dashboard.png and
+bench/results/metrics_dashboard.json (the scrapes drawn from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import math
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "bench"))
+
+DASHBOARD = ROOT / "docs" / "grafana" / "tradewind.json"
+PICTURE = ROOT / "docs" / "grafana" / "dashboard.png"
+RESULTS = ROOT / "bench" / "results" / "metrics_dashboard.json"
+TOKEN = "dashboard-bench-scrape-token"
+#: The picture's rate window: the run lasts a minute or two, not an hour.
+WINDOW_SECONDS = 10.0
+
+Labels = tuple[tuple[str, str], ...]
+Scrape = dict[tuple[str, Labels], float]
+
+
+@dataclass(frozen=True)
+class Series:
+    """Scrapes over time: ``times[i]`` seconds since the first, ``scrapes[i]`` its samples."""
+
+    times: list[float]
+    scrapes: list[Scrape]
+
+    def at(self, i: int, name: str, **labels: str) -> float:
+        return self.scrapes[i].get((name, tuple(sorted(labels.items()))), math.nan)
+
+    def label_values(self, name: str, label: str) -> list[str]:
+        seen = {
+            dict(key[1])[label]
+            for scrape in self.scrapes
+            for key in scrape
+            if key[0] == name and label in dict(key[1])
+        }
+        return sorted(seen)
+
+    def earlier(self, i: int) -> int:
+        """The scrape a window before scrape ``i`` (the first, early on)."""
+        return max(0, bisect.bisect_left(self.times, self.times[i] - WINDOW_SECONDS))
+
+
+Line = tuple[str, list[float]]
+
+
+@dataclass(frozen=True)
+class Query:
+    """One line of a panel: Grafana's target, and the same in Python (None: one per label)."""
+
+    legend: str
+    promql: str
+    draw: Callable[[Series], list[Line]]
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    unit: str  # Grafana's: s, short
+    queries: tuple[Query, ...]
+
+
+# --- what the PromQL computes, over the scrapes -------------------------------------------------
+
+
+def gauge(name: str, legend: str, **labels: str) -> Callable[[Series], list[Line]]:
+    return lambda s: [(legend, [s.at(i, name, **labels) for i in range(len(s.times))])]
+
+
+def gauge_by(name: str, label: str, suffix: str = "") -> Callable[[Series], list[Line]]:
+    def draw(s: Series) -> list[Line]:
+        return [
+            (f"{value}{suffix}", [s.at(i, name, **{label: value}) for i in range(len(s.times))])
+            for value in s.label_values(name, label)
+        ]
+
+    return draw
+
+
+def _delta(s: Series, i: int, name: str, labels: dict[str, str]) -> tuple[float, float]:
+    j = s.earlier(i)
+    now, then = s.at(i, name, **labels), s.at(j, name, **labels)
+    now, then = (0.0 if math.isnan(now) else now), (0.0 if math.isnan(then) else then)
+    return now - then, s.times[i] - s.times[j]
+
+
+def rate_by(name: str, label: str) -> Callable[[Series], list[Line]]:
+    """``sum by (label) (rate(name[window]))``."""
+
+    def draw(s: Series) -> list[Line]:
+        lines = []
+        for value in s.label_values(name, label):
+            points = []
+            for i in range(len(s.times)):
+                change, seconds = _delta(s, i, name, {label: value})
+                points.append(change / seconds if seconds else 0.0)
+            lines.append((value, points))
+        return lines
+
+    return draw
+
+
+def increase(name: str, legend: str) -> Callable[[Series], list[Line]]:
+    return lambda s: [(legend, [_delta(s, i, name, {})[0] for i in range(len(s.times))])]
+
+
+def quantile(
+    q: float, name: str, legend: str, by: str | None = None
+) -> Callable[[Series], list[Line]]:
+    """``histogram_quantile(q, sum by (le[, by]) (rate(name_bucket[window])))``."""
+
+    def one(s: Series, labels: dict[str, str]) -> list[float]:
+        bounds = sorted(
+            {dict(k[1])["le"] for sc in s.scrapes for k in sc if k[0] == f"{name}_bucket"},
+            key=lambda le: math.inf if le == "+Inf" else float(le),
+        )
+        points = []
+        for i in range(len(s.times)):
+            cumulative = [
+                (b, _delta(s, i, f"{name}_bucket", {**labels, "le": b})[0]) for b in bounds
+            ]
+            points.append(_histogram_quantile(q, cumulative))
+        return points
+
+    def draw(s: Series) -> list[Line]:
+        if by is None:
+            return [(legend, one(s, {}))]
+        return [(f"{legend} {v}", one(s, {by: v})) for v in s.label_values(f"{name}_count", by)]
+
+    return draw
+
+
+def _histogram_quantile(q: float, buckets: list[tuple[str, float]]) -> float:
+    """Prometheus's: linear within the bucket the rank falls in; NaN without observations."""
+    if not buckets or buckets[-1][1] <= 0:
+        return math.nan
+    rank = q * buckets[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for le, count in buckets:
+        upper = math.inf if le == "+Inf" else float(le)
+        if count >= rank:
+            if upper == math.inf:
+                return lower_bound  # as Prometheus: the highest finite bound
+            inside = count - lower_count
+            share = (rank - lower_count) / inside if inside else 1.0
+            return lower_bound + (upper - lower_bound) * share
+        lower_bound, lower_count = upper, count
+    return lower_bound
+
+
+# --- the dashboard ---------------------------------------------------------------------------
+
+W = "[$__rate_interval]"
+
+
+def _quantiles(name: str) -> tuple[Query, ...]:
+    return tuple(
+        Query(
+            f"p{int(q * 100)}",
+            f"histogram_quantile({q}, sum by (le) (rate({name}_bucket{W})))",
+            quantile(q, name, f"p{int(q * 100)}"),
+        )
+        for q in (0.5, 0.99)
+    )
+
+
+PANELS = (
+    Panel("Scheduler loop", "s", _quantiles("tradewind_scheduler_loop_duration_seconds")),
+    Panel(
+        "Task instances queued / running",
+        "short",
+        (
+            Query(
+                "queued",
+                "tradewind_executor_queued_tasks",
+                gauge("tradewind_executor_queued_tasks", "queued"),
+            ),
+            Query(
+                "running",
+                "tradewind_executor_running_tasks",
+                gauge("tradewind_executor_running_tasks", "running"),
+            ),
+        ),
+    ),
+    Panel(
+        "Pool slots",
+        "short",
+        (
+            Query(
+                "{{pool}} open",
+                "tradewind_pool_open_slots",
+                gauge_by("tradewind_pool_open_slots", "pool", " open"),
+            ),
+            Query(
+                "{{pool}} running",
+                "tradewind_pool_running_slots",
+                gauge_by("tradewind_pool_running_slots", "pool", " running"),
+            ),
+            Query(
+                "{{pool}} queued",
+                "tradewind_pool_queued_slots",
+                gauge_by("tradewind_pool_queued_slots", "pool", " queued"),
+            ),
+            Query(
+                "{{pool}} scheduled",
+                "tradewind_pool_scheduled_slots",
+                gauge_by("tradewind_pool_scheduled_slots", "pool", " scheduled"),
+            ),
+        ),
+    ),
+    Panel(
+        "Try finishes by state (/s)",
+        "short",
+        (
+            Query(
+                "{{state}}",
+                f"sum by (state) (rate(tradewind_ti_finish_total{W}))",
+                rate_by("tradewind_ti_finish_total", "state"),
+            ),
+        ),
+    ),
+    Panel(
+        "DAG run durations (p50 by state)",
+        "s",
+        (
+            Query(
+                "p50 {{state}}",
+                "histogram_quantile(0.5, sum by (le, state) "
+                f"(rate(tradewind_dagrun_duration_seconds_bucket{W})))",
+                quantile(0.5, "tradewind_dagrun_duration_seconds", "p50", by="state"),
+            ),
+        ),
+    ),
+    Panel(
+        "Zombies killed",
+        "short",
+        (
+            Query(
+                "zombies",
+                f"increase(tradewind_zombies_killed_total{W})",
+                increase("tradewind_zombies_killed_total", "zombies"),
+            ),
+        ),
+    ),
+    Panel(
+        "Import errors",
+        "short",
+        (
+            Query(
+                "files",
+                "tradewind_dag_processing_import_errors",
+                gauge("tradewind_dag_processing_import_errors", "files"),
+            ),
+        ),
+    ),
+    Panel("Claim latency", "s", _quantiles("tradewind_claim_latency_seconds")),
+    Panel("Chain hop", "s", _quantiles("tradewind_chain_hop_seconds")),
+    Panel(
+        "Broker dead letters and outages",
+        "short",
+        (
+            Query(
+                "dead letters",
+                "tradewind_broker_dead_letters",
+                gauge("tradewind_broker_dead_letters", "dead letters"),
+            ),
+            Query(
+                "outages {{service}}",
+                f"sum by (service) (increase(tradewind_outage_rides_total{W}))",
+                rate_by("tradewind_outage_rides_total", "service"),
+            ),
+        ),
+    ),
+)
+
+
+def grafana_dashboard() -> dict[str, Any]:
+    source = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
+    panels = []
+    for n, panel in enumerate(PANELS):
+        panels.append(
+            {
+                "id": n + 1,
+                "type": "timeseries",
+                "title": panel.title,
+                "datasource": source,
+                "gridPos": {"h": 8, "w": 8, "x": (n % 3) * 8, "y": (n // 3) * 8},
+                "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
+                "options": {"legend": {"displayMode": "list", "placement": "bottom"}},
+                "targets": [
+                    {
+                        "refId": chr(65 + k),
+                        "datasource": source,
+                        "expr": q.promql,
+                        "legendFormat": q.legend,
+                    }
+                    for k, q in enumerate(panel.queries)
+                ],
+            }
+        )
+    return {
+        "__inputs": [
+            {
+                "name": "DS_PROMETHEUS",
+                "label": "Prometheus",
+                "type": "datasource",
+                "pluginId": "prometheus",
+                "pluginName": "Prometheus",
+            }
+        ],
+        "title": "Tradewind",
+        "uid": "tradewind-fleet",
+        "tags": ["tradewind", "airflow"],
+        "schemaVersion": 39,
+        "time": {"from": "now-1h", "to": "now"},
+        "refresh": "30s",
+        "templating": {"list": []},
+        "panels": panels,
+    }
+
+
+def draw(series: Series, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = 3
+    rows = math.ceil(len(PANELS) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(15, 3.3 * rows), squeeze=False)
+    for n, panel in enumerate(PANELS):
+        ax = axes[n // columns][n % columns]
+        for query in panel.queries:
+            for legend, points in query.draw(series):
+                ax.plot(series.times, points, label=legend, linewidth=1.4)
+        ax.set_title(panel.title, fontsize=10, loc="left")
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=8)
+        if panel.unit == "s":
+            ax.set_ylabel("seconds", fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left")
+    for n in range(len(PANELS), rows * columns):
+        axes[n // columns][n % columns].axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("seconds into the run", fontsize=8)
+    figure.suptitle(
+        "Tradewind dashboard (docs/grafana/tradewind.json), drawn with matplotlib from a real "
+        f"fleet's /metrics scraped every second; rate window {WINDOW_SECONDS:g} s",
+        fontsize=10,
+    )
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+
+
+# --- the fleet --------------------------------------------------------------------------------
+
+DAG_FILE = """
+import random
+import time
+
+from tradewind import DAG, task
+
+
+@task
+def step():
+    time.sleep(random.uniform(0.05, 0.3))
+
+
+@task(pool="narrow")
+def narrow():
+    time.sleep(0.6)
+
+
+@task(retries=0)
+def flaky():
+    time.sleep(0.1)
+    if random.random() < 0.4:
+        raise RuntimeError("flaky, on purpose")
+
+
+with DAG("dash_chain", max_active_runs=16):
+    previous = None
+    for i in range(6):
+        current = step.override(task_id=f"s{i}")()
+        if previous is not None:
+            previous >> current
+        previous = current
+
+with DAG("dash_fan", max_active_runs=16):
+    for i in range(8):
+        narrow.override(task_id=f"n{i}")()
+    for i in range(3):
+        flaky.override(task_id=f"f{i}")()
+"""
+
+
+def scrape(base: str) -> Scrape:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    request = urllib.request.Request(
+        f"{base}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        text = reply.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def run_fleet(seconds: float) -> Series:
+    import socket
+
+    from fleet_throughput import bench_database, fleet_env, own_broker, running_fleet, start, stop
+
+    from state.core.db import session_scope
+    from state.engine import set_pool
+    from state.engine.runs import create_run
+
+    broker = own_broker()
+    with (
+        tempfile.TemporaryDirectory(prefix="tw-dashboard-") as folder,
+        bench_database("tw_dash_") as url,
+    ):
+        workdir = Path(folder)
+        dags = workdir / "dags"
+        dags.mkdir()
+        (dags / "dash.py").write_text(DAG_FILE)
+        env = fleet_env(
+            url,
+            broker,
+            dags,
+            workdir / "home",
+            TRADEWIND_METRICS_TOKEN=TOKEN,
+            TRADEWIND_METRICS_FLUSH_SECONDS="1",
+        )
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        base = f"http://127.0.0.1:{port}"
+        with running_fleet(url, dags, env, workdir):
+            with session_scope(url) as session:
+                set_pool(session, "narrow", 2)
+            api = start(
+                [sys.executable, "-m", "cli", "api-server", "--port", str(port)],
+                env,
+                workdir / "api.log",
+            )
+            try:
+                return drive(url, dags, base, seconds, create_run, session_scope)
+            finally:
+                stop(api)
+
+
+def drive(
+    url: str, dags: Path, base: str, seconds: float, create_run: Any, session_scope: Any
+) -> Series:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            scrape(base)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    times: list[float] = []
+    scrapes: list[Scrape] = []
+    start = time.monotonic()
+    next_chain = next_fan = 0.0
+    broken = dags / "broken.py"
+    n = 0
+    while (elapsed := time.monotonic() - start) < seconds:
+        if elapsed >= next_chain:
+            with session_scope(url) as session:
+                create_run(session, "dash_chain", run_id=f"chain_{n}")
+            next_chain += 2.0
+            n += 1
+        if elapsed >= next_fan:
+            with session_scope(url) as session:
+                create_run(session, "dash_fan", run_id=f"fan_{n}")
+            next_fan += 8.0
+            n += 1
+        if 0.4 * seconds <= elapsed < 0.7 * seconds and not broken.exists():
+            broken.write_text("import this_module_does_not_exist\n")
+        elif elapsed >= 0.7 * seconds and broken.exists():
+            broken.unlink()
+        times.append(round(elapsed, 2))
+        scrapes.append(scrape(base))
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - start - elapsed)))
+    return Series(times, scrapes)
+
+
+def save(series: Series) -> None:
+    rows = [
+        {
+            "t": t,
+            "samples": [[name, dict(labels), value] for (name, labels), value in scrape.items()],
+        }
+        for t, scrape in zip(series.times, series.scrapes, strict=True)
+    ]
+    RESULTS.write_text(json.dumps({"window_seconds": WINDOW_SECONDS, "scrapes": rows}) + "\n")
+
+
+def load() -> Series:
+    rows = json.loads(RESULTS.read_text())["scrapes"]
+    return Series(
+        [row["t"] for row in rows],
+        [
+            {(name, tuple(sorted(labels.items()))): value for name, labels, value in row["samples"]}
+            for row in rows
+        ],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=100.0)
+    parser.add_argument("--dashboard-only", action="store_true", help="only the Grafana JSON")
+    parser.add_argument("--redraw", action="store_true", help="the picture from the saved scrapes")
+    options = parser.parse_args()
+    DASHBOARD.parent.mkdir(parents=True, exist_ok=True)
+    DASHBOARD.write_text(json.dumps(grafana_dashboard(), indent=2) + "\n")
+    print(f"wrote {DASHBOARD}")
+    if options.dashboard_only:
+        return
+    if options.redraw:
+        series = load()
+    else:
+        series = run_fleet(options.seconds)
+        save(series)
+    draw(series, PICTURE)
+    last = series.scrapes[-1]
+    for key in sorted(last):
+        if key[0].endswith(("_total", "_count")) or "slots" in key[0]:
+            print(f"{key[0]}{dict(key[1]) or ''} = {last[key]:g}")
+    print(f"wrote {PICTURE} and {RESULTS} ({len(series.times)} scrapes)")
+
+
+if __name__ == "__main__":
+    main()
