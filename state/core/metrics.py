@@ -124,7 +124,20 @@ class UnknownMetric(ValueError):
 
 
 def labels_key(name: str, labels: Mapping[str, str]) -> SeriesKey:
-    """The series of ``name`` with ``labels``, checked against its declaration."""
+    """The series of ``name`` with ``labels``, checked against its declaration (once per series:
+    a try's reports cost dictionary lookups, not a JSON encoding)."""
+    asked = (name, tuple(sorted(labels.items())) if labels else ())
+    key = _SERIES.get(asked)
+    if key is None:
+        key = _SERIES[asked] = _checked_key(name, labels)
+    return key
+
+
+#: The series seen in this process (few: labels take states, outcomes and services only).
+_SERIES: dict[tuple[str, tuple[tuple[str, str], ...]], SeriesKey] = {}
+
+
+def _checked_key(name: str, labels: Mapping[str, str]) -> SeriesKey:
     metric = METRICS.get(name)
     if metric is None:
         raise UnknownMetric(f"unknown metric {name!r}: declare it in state/core/metrics.py")

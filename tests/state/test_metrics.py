@@ -21,7 +21,7 @@ from state.core.outage import OutageLog
 from state.engine.outcomes import Failed, Succeeded
 from state.engine.try_life import HeldTry, claim, record
 from state.views.metrics import read_fleet
-from tests.state.harness import Home
+from tests.state.harness import Home, counting_statements
 from tests.state.test_try_life import queued
 
 TI = TaskInstanceState
@@ -116,6 +116,19 @@ def test_a_try_counts_its_start_its_wait_and_its_finish(home: Home) -> None:
     assert counted.counters[("ti_finish", '{"state": "failed"}')] == 1
     assert sum(counted.buckets[("claim_latency_seconds", "")]) == 1
     assert sum(counted.buckets[("chain_hop_seconds", "")]) == 1
+
+
+def test_counting_a_try_sends_no_statement_of_its_own(home: Home) -> None:
+    enqueue = queued(home)
+    metrics.RECORDER.take()
+    with counting_statements(home.url) as counter:
+        held = claim(home.url, message_of(enqueue, handed_over=True))
+        assert isinstance(held, HeldTry)
+        record(home.url, held, Succeeded())
+
+    assert sum(metrics.RECORDER.take().counters.values()) == 2  # its start and its finish
+    assert counter.statements
+    assert not [sql for sql in counter.statements if "metric" in sql]
 
 
 def test_a_try_queued_by_a_scheduler_is_no_chain_hop(home: Home) -> None:
