@@ -166,6 +166,9 @@ class Buffer:
         counts[bisect.bisect_left(bounds, value)] += 1
         self.sums[key] = self.sums.get(key, 0.0) + value
 
+    def empty(self) -> bool:
+        return not (self.counters or self.buckets or self.gauges)
+
     def merge(self, earlier: Buffer) -> None:
         """Add an unflushed ``earlier`` buffer's deltas back (its gauges are older: not kept)."""
         for key, amount in earlier.counters.items():
@@ -260,6 +263,8 @@ class Recorder:
         if self.url is None:
             return False
         taken = self.take()
+        if taken.empty():
+            return True  # an idle process does not touch the store
         try:
             with session_scope(self.url) as session:
                 write_buffer(session, taken, self.process)
