@@ -17,11 +17,12 @@ from state.core.db import session_scope
 from state.core.enums import TaskInstanceState
 from state.core.metrics import Buffer, Recorder, UnknownMetric, labels_key, write_buffer
 from state.core.models import utcnow
-from state.core.outage import OutageLog
+from state.core.outage import OutageLog, Retry, StoreUnavailable, ride_out
 from state.engine.outcomes import Failed, Succeeded
 from state.engine.try_life import HeldTry, claim, record
 from state.views.metrics import read_fleet
 from tests.state.harness import Home, counting_statements
+from tests.state.test_outage import lost_connection
 from tests.state.test_try_life import queued
 
 TI = TaskInstanceState
@@ -152,3 +153,17 @@ def test_an_outage_ridden_out_is_counted_with_its_length() -> None:
     counted = metrics.RECORDER.take()
     assert counted.counters[("outage_rides", '{"outcome": "recovered", "service": "broker"}')] == 1
     assert counted.counters[("outage_seconds", '{"service": "broker"}')] == 2.5
+
+
+def test_an_outage_given_up_on_is_counted() -> None:
+    metrics.RECORDER.take()
+
+    def fails() -> None:
+        raise lost_connection()
+
+    retry = Retry("test", budget=0.0, sleep=lambda _seconds: None)
+    with pytest.raises(StoreUnavailable):
+        ride_out(fails, retry)
+
+    counted = metrics.RECORDER.take()
+    assert counted.counters[("outage_rides", '{"outcome": "gave_up", "service": "store"}')] == 1
