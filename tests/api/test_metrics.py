@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from api import create_app
 from state.core.db import session_scope
 from state.core.metrics import Buffer, labels_key, write_buffer
+from tests.api.conftest import PASSWORD
 from tests.state.harness import Home
 
 SCRAPE_TOKEN = "scrape-token-0123456789"
@@ -81,3 +82,15 @@ def test_reports_become_counters_and_cumulative_histograms(
     assert found[("tradewind_dagrun_duration_seconds_bucket", (("le", "+Inf"), success))] == 3
     assert found[("tradewind_dagrun_duration_seconds_count", (success,))] == 3
     assert found[("tradewind_dagrun_duration_seconds_sum", (success,))] == 77
+
+
+def test_a_broker_that_does_not_answer_leaves_its_series_out(home: Home) -> None:
+    settings = home.settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"})
+    with TestClient(create_app(settings)) as client:
+        token = client.post("/auth/token", json={"username": "viewer", "password": PASSWORD})
+        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+        reply = client.get("/metrics", headers=headers)
+    assert reply.status_code == 200, reply.text
+    found = samples(reply.text)
+    assert ("tradewind_broker_dead_letters", ()) not in found
+    assert found[("tradewind_executor_running_tasks", ())] == 0
