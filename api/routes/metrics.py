@@ -48,11 +48,7 @@ def _same(sent: str, token: str) -> bool:
     return hmac.compare_digest(sent.encode(), token.encode())
 
 
-@router.get(
-    "/metrics",
-    response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"}},
-)
+@router.get("/metrics", response_class=Response, include_in_schema=False)  # not Airflow's API
 def get_metrics(context: Context, _: Annotated[None, Depends(scraper)]) -> Response:
     settings = context.settings
     body = scrape(context.url, settings.metrics_flush_seconds, _dead_letters(context))
