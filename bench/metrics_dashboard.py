@@ -445,6 +445,7 @@ def run_fleet(seconds: float) -> Series:
     from fleet_throughput import bench_database, fleet_env, own_broker, running_fleet, start, stop
 
     from state.core.db import session_scope
+    from state.core.migrate import upgrade
     from state.engine import set_pool
     from state.engine.runs import create_run
 
@@ -469,9 +470,10 @@ def run_fleet(seconds: float) -> Series:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         base = f"http://127.0.0.1:{port}"
+        upgrade(url)
+        with session_scope(url) as session:  # before the DAGs are synced: dash_fan takes it
+            set_pool(session, "narrow", 2)
         with running_fleet(url, dags, env, workdir):
-            with session_scope(url) as session:
-                set_pool(session, "narrow", 2)
             api = start(
                 [sys.executable, "-m", "cli", "api-server", "--port", str(port)],
                 env,
