@@ -96,11 +96,16 @@ def gauge(name: str, legend: str, **labels: str) -> Callable[[Series], list[Line
     return lambda s: [(legend, [s.at(i, name, **labels) for i in range(len(s.times))])]
 
 
-def gauge_by(name: str, label: str, suffix: str = "") -> Callable[[Series], list[Line]]:
+def gauge_by(
+    name: str, label: str, suffix: str = "", only: str | None = None
+) -> Callable[[Series], list[Line]]:
+    """One line per value of ``label``; ``only``: that value alone (a dashboard variable)."""
+
     def draw(s: Series) -> list[Line]:
         return [
             (f"{value}{suffix}", [s.at(i, name, **{label: value}) for i in range(len(s.times))])
             for value in s.label_values(name, label)
+            if only is None or value == only
         ]
 
     return draw
@@ -180,6 +185,9 @@ def _histogram_quantile(q: float, buckets: list[tuple[str, float]]) -> float:
 # --- the dashboard ---------------------------------------------------------------------------
 
 W = "[$__rate_interval]"
+#: The dashboard's ``$pool`` variable, as the picture sets it (the default pool's 128 open slots
+#: would flatten the others).
+PICTURED_POOL = "narrow"
 
 
 def _quantiles(name: str) -> tuple[Query, ...]:
@@ -212,29 +220,15 @@ PANELS = (
         ),
     ),
     Panel(
-        "Pool slots",
+        f"Pool slots (pool = {PICTURED_POOL})",
         "short",
-        (
+        tuple(
             Query(
-                "{{pool}} open",
-                "tradewind_pool_open_slots",
-                gauge_by("tradewind_pool_open_slots", "pool", " open"),
-            ),
-            Query(
-                "{{pool}} running",
-                "tradewind_pool_running_slots",
-                gauge_by("tradewind_pool_running_slots", "pool", " running"),
-            ),
-            Query(
-                "{{pool}} queued",
-                "tradewind_pool_queued_slots",
-                gauge_by("tradewind_pool_queued_slots", "pool", " queued"),
-            ),
-            Query(
-                "{{pool}} scheduled",
-                "tradewind_pool_scheduled_slots",
-                gauge_by("tradewind_pool_scheduled_slots", "pool", " scheduled"),
-            ),
+                f"{{{{pool}}}} {kind}",
+                f'tradewind_pool_{kind}_slots{{pool=~"$pool"}}',
+                gauge_by(f"tradewind_pool_{kind}_slots", "pool", f" {kind}", PICTURED_POOL),
+            )
+            for kind in ("open", "running", "queued", "scheduled")
         ),
     ),
     Panel(
@@ -311,7 +305,7 @@ def grafana_dashboard() -> dict[str, Any]:
             {
                 "id": n + 1,
                 "type": "timeseries",
-                "title": panel.title,
+                "title": panel.title.replace(f"pool = {PICTURED_POOL}", "pool = $pool"),
                 "datasource": source,
                 "gridPos": {"h": 8, "w": 8, "x": (n % 3) * 8, "y": (n // 3) * 8},
                 "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
@@ -343,7 +337,21 @@ def grafana_dashboard() -> dict[str, Any]:
         "schemaVersion": 39,
         "time": {"from": "now-1h", "to": "now"},
         "refresh": "30s",
-        "templating": {"list": []},
+        "templating": {
+            "list": [
+                {
+                    "name": "pool",
+                    "label": "pool",
+                    "type": "query",
+                    "datasource": {"type": "prometheus", "uid": "${DS_PROMETHEUS}"},
+                    "query": "label_values(tradewind_pool_open_slots, pool)",
+                    "includeAll": True,
+                    "multi": True,
+                    "current": {"text": "All", "value": "$__all"},
+                    "refresh": 2,
+                }
+            ]
+        },
         "panels": panels,
     }
 
@@ -532,7 +540,8 @@ def save(series: Series) -> None:
         }
         for t, scrape in zip(series.times, series.scrapes, strict=True)
     ]
-    RESULTS.write_text(json.dumps({"window_seconds": WINDOW_SECONDS, "scrapes": rows}) + "\n")
+    kept = {"window_seconds": WINDOW_SECONDS, "scrapes": rows}
+    RESULTS.write_text(json.dumps(kept, separators=(",", ":")) + "\n")
 
 
 def load() -> Series:

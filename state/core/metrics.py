@@ -52,7 +52,9 @@ Kind = Literal["counter", "histogram", "gauge"]
 #: Seconds: what a hand-over or a claim takes (milliseconds) up to a stalled queue (a minute).
 FAST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 #: Seconds: a DAG run, from seconds to a day.
-RUN_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0)
+RUN_BUCKETS = (
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
