@@ -43,6 +43,7 @@ from api.routes import (
     dag_runs,
     dags,
     event_logs,
+    metrics,
     monitor,
     pools,
     state_store,
@@ -145,6 +146,7 @@ def create_app(settings: Settings, purgers: Purgers | None = None) -> FastAPI:
     for error, code in REFUSALS.items():
         app.add_exception_handler(error, _refusal(code))
     app.include_router(pages_router)
+    app.include_router(metrics.router)  # /metrics, beside the API: where Prometheus looks
     app.add_exception_handler(SignInRequired, _to_sign_in)
     app.add_exception_handler(PageRefused, _page_refused)
     app.add_exception_handler(DataError, _unstorable)

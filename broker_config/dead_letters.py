@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import datetime as dt
+import functools
 import json
 import logging
 import os
@@ -196,6 +197,9 @@ class FolderDeadLetters:
             path.unlink()
         return letters
 
+    def count(self) -> int:
+        return len(self._files())
+
     def _files(self) -> list[Path]:
         if not self.folder.is_dir():
             return []
@@ -216,4 +220,27 @@ def dead_letters_of(broker_url: str, broker_folder: Path) -> DeadLetterStore:
     raise NoDeadLetters(
         f"no dead letters on a {scheme}:// broker: Tradewind keeps them for redis:// and "
         "filesystem:// only"
+    )
+
+
+def count_dead_letters(broker_url: str, broker_folder: Path, timeout_seconds: float) -> int:
+    """How many dead letters the broker keeps, without reading them (``LLEN``; files counted).
+
+    For ``/metrics``: a broker that does not answer within ``timeout_seconds`` raises redis's
+    error rather than hold the scrape.
+    """
+    if broker_url.startswith(("redis://", "rediss://")):
+        client = _counting_client(broker_url, timeout_seconds)
+        return int(client.llen(DEAD_LETTERS_KEY))
+    if broker_url.startswith("filesystem://"):
+        return FolderDeadLetters(dead_letter_folder(broker_folder)).count()
+    dead_letters_of(broker_url, broker_folder)  # raises NoDeadLetters, naming the scheme
+    return 0
+
+
+@functools.cache
+def _counting_client(broker_url: str, timeout_seconds: float) -> Any:
+    # One client per URL and process, kept: a scrape every 15 s need not open a connection.
+    return redis.Redis.from_url(
+        broker_url, socket_connect_timeout=timeout_seconds, socket_timeout=timeout_seconds
     )

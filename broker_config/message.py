@@ -24,6 +24,9 @@ class TaskInstanceMessage(BaseModel):
     run_id: str
     task_id: str
     map_index: int = -1
+    # Queued by its upstream's end (a supervisor's hand-over), not by a scheduler: its wait is a
+    # chain's hop (the metric chain_hop_seconds). Sent only when true.
+    handed_over: bool = False
 
     def describe(self) -> str:
         index = f"[{self.map_index}]" if self.map_index >= 0 else ""
@@ -59,8 +62,9 @@ class QueuedTry(Protocol):
     def queue(self) -> str: ...
 
 
-def message_of(queued: QueuedTry) -> TaskInstanceMessage:
+def message_of(queued: QueuedTry, handed_over: bool = False) -> TaskInstanceMessage:
     return TaskInstanceMessage(
+        handed_over=handed_over,
         ti_id=queued.ti_id,
         try_number=queued.try_number,
         dag_id=queued.dag_id,
@@ -68,3 +72,8 @@ def message_of(queued: QueuedTry) -> TaskInstanceMessage:
         task_id=queued.task_id,
         map_index=queued.map_index,
     )
+
+
+def payload_of(message: TaskInstanceMessage) -> dict[str, Any]:
+    """The message as sent: ``handed_over`` only when true, so other messages are as before."""
+    return message.model_dump(exclude={"handed_over"} if not message.handed_over else None)

@@ -22,18 +22,19 @@ from celery import Celery
 from kombu.exceptions import OperationalError
 
 from broker_config.envelope import EVENT_CHANNEL, sent_event, task_envelope
-from broker_config.message import QueuedTry, message_of
+from broker_config.message import QueuedTry, message_of, payload_of
 from broker_config.names import EXECUTE_TASK_NAME, queue_name
 
 
-def publish_many(app: Celery, tries: Iterable[QueuedTry]) -> int:
-    """Send one message per try on its queue; returns the count."""
+def publish_many(app: Celery, tries: Iterable[QueuedTry], handed_over: bool = False) -> int:
+    """Send one message per try on its queue; returns the count. ``handed_over``: the tries
+    were queued by an upstream's end (``TaskInstanceMessage.handed_over``)."""
     if app.conf.broker_url.startswith(("redis://", "rediss://")):
-        return _push_many(app, tries)
-    return _send_many(app, tries)
+        return _push_many(app, tries, handed_over)
+    return _send_many(app, tries, handed_over)
 
 
-def _push_many(app: Celery, tries: Iterable[QueuedTry]) -> int:
+def _push_many(app: Celery, tries: Iterable[QueuedTry], handed_over: bool = False) -> int:
     """One pipeline of ``LPUSH`` (and ``PUBLISH`` of the ``task-sent`` events) for the batch."""
     client = _client(app.conf.broker_url)
     events = bool(app.conf.task_send_sent_event)
@@ -41,7 +42,7 @@ def _push_many(app: Celery, tries: Iterable[QueuedTry]) -> int:
     sent = 0
     for queued in tries:
         queue = queue_name(queued.queue)
-        kwargs = {"message": message_of(queued).model_dump()}
+        kwargs = {"message": payload_of(message_of(queued, handed_over))}
         kwargsrepr = json.dumps(kwargs)
         task_id, envelope = task_envelope(EXECUTE_TASK_NAME, kwargs, queue, kwargsrepr)
         pipe.lpush(queue, json.dumps(envelope))
@@ -68,12 +69,12 @@ def _event_channel(client: Any) -> str:
     return EVENT_CHANNEL.format(db=client.connection_pool.connection_kwargs.get("db", 0))
 
 
-def _send_many(app: Celery, tries: Iterable[QueuedTry]) -> int:
+def _send_many(app: Celery, tries: Iterable[QueuedTry], handed_over: bool = False) -> int:
     """Through Celery's producer, over one connection (the embedded broker)."""
     sent = 0
     with app.producer_or_acquire() as producer:
         for queued in tries:
-            kwargs = {"message": message_of(queued).model_dump()}
+            kwargs = {"message": payload_of(message_of(queued, handed_over))}
             app.send_task(
                 EXECUTE_TASK_NAME,
                 kwargs=kwargs,

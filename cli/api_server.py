@@ -49,8 +49,12 @@ def api_server(
 
     settings = settings_or_exit()
     size_store_pool(settings)  # before the store's engine is made: it keeps the size it got
-    open_store(settings)
+    url = open_store(settings)
     setup_logging()
+    if settings.metrics_enabled:  # what this process counts (outages it rides) reaches /metrics
+        from state.core import start_flushing
+
+        start_flushing(url, settings.metrics_flush_seconds)
     app = create_app(settings, purgers_for(settings))
     # uvicorn returns from a SIGTERM or Ctrl-C once its requests are done: the job row ends.
     beats = settings.job_heartbeat_seconds

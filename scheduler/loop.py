@@ -35,8 +35,11 @@ from state.core import (
     OutageLog,
     TaskInstance,
     TaskInstanceState,
+    count_metric,
     is_store_outage,
+    observe_metric,
     session_scope,
+    start_flushing,
     utcnow,
 )
 from state.engine import (
@@ -104,6 +107,8 @@ class Scheduler:
         """Loop until ``stop``; the scheduler's job row beats from the loop itself, so a loop
         that hangs reads as unhealthy, and ends with it (``failed`` if the loop raised)."""
         stop = stop or threading.Event()
+        if self.settings.metrics_enabled:
+            start_flushing(self.url, self.settings.metrics_flush_seconds)
         log.info("scheduler started: DAGs in %s", self.settings.resolved_dags_folder)
         heart = self._heart(JobKind.SCHEDULER).start()
         wakeups = RunWakeups(self.url)  # a run created meanwhile cuts the wait short
@@ -150,8 +155,10 @@ class Scheduler:
 
     def _loop_once(self) -> None:
         """One loop; a store outage is logged once, any other failure each time, with its trace."""
+        started = time.monotonic()
         try:
             self.run_once()
+            observe_metric("scheduler_loop_duration_seconds", time.monotonic() - started)
         except STORE_ERRORS as error:
             if not is_store_outage(error):
                 log.exception("scheduler loop failed; trying again")
@@ -272,6 +279,8 @@ class Scheduler:
                 if target is None:
                     continue
                 stats.zombies += 1
+                count_metric("zombies_killed")
+                count_metric("ti_finish", state=str(target))
                 log.warning(
                     "%s.%s try %s: %s -> %s", ti.dag_id, ti.task_id, ti.try_number, error, target
                 )

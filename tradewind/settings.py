@@ -117,6 +117,12 @@ class Settings(BaseSettings):
     smtp_timeout_seconds: float = Field(default=30.0, gt=0)
     smtp_retry_limit: int = Field(default=5, ge=0)
     smtp_mail_from: str = Field(default="tradewind@example.com", min_length=3)
+    # Metrics (docs/metrics.md): /metrics on the API server, fed by every process through the
+    # store every flush interval. The scrape token lets Prometheus in with
+    # `Authorization: Bearer <token>` (users' tokens work too, and expire); no anonymous scrape.
+    metrics_enabled: bool = True
+    metrics_flush_seconds: float = Field(default=5.0, gt=0)
+    metrics_token: str | None = Field(default=None, min_length=16)
 
     @field_validator(
         "database_url", "broker_url", "object_storage_url", "remote_logs_url", "api_base_url"

@@ -44,6 +44,7 @@ from state.core import (
     set_budget,
     set_network_timeout,
     set_pool_size,
+    start_flushing,
 )
 from state.engine import ClaimUnavailable, Enqueue
 from state.records import Heart, JobKind, keep_beating
@@ -98,7 +99,7 @@ def execute_task_instance(self: Any, *args: Any, message: Any = None, **unexpect
         what = f"publishing {len(ready)} downstream tries"
         retry = Retry(what, (BrokerUnavailable,), _any_error, service="the broker")
         retry.budget = _publish_wait["seconds"]
-        ride_out(lambda: publish_many(app, ready), retry)
+        ride_out(lambda: publish_many(app, ready, handed_over=True), retry)
 
     try:
         return execute(parsed, get_settings(), publish)
@@ -186,8 +187,17 @@ def _choose_the_pool(worker: Any) -> None:
         worker.pool_cls = SupervisorThreads  # --pool threads
 
 
+def _report_metrics() -> None:
+    # Each process that supervises tries flushes its own counts (a prefork pool process
+    # forgets its parent's at the fork: state/core/metrics.py).
+    settings = get_settings()
+    if settings.metrics_enabled:
+        start_flushing(settings.sql_url, settings.metrics_flush_seconds)
+
+
 def _worker_starts(sender: Any, **_: Any) -> None:
     _choose_the_pool(sender)
+    _report_metrics()
     # What the worker imported (Celery, SQLAlchemy, psycopg: ~80 MB) is shared with the pool
     # processes prefork forks as long as nothing writes to it; the collector of a pool process
     # scans every tracked object, writing to each, and so copied most of it into each of them.
@@ -226,6 +236,7 @@ def _fresh_pool_process(**_: Any) -> None:
     # its pooled connections are the parent's.
     forget_engines_after_fork()
     use_fork_server()
+    _report_metrics()
 
 
 #: This worker's job row, beating from a thread of the worker's main process (never a pool

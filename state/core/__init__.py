@@ -51,6 +51,14 @@ if TYPE_CHECKING:
         TaskInstanceState,
     )
     from state.core.limits import HIGHER, has_room, outranked, waiting_elsewhere
+    from state.core.metrics import (
+        METRICS,
+        count_metric,
+        observe_metric,
+        set_gauge,
+        start_flushing,
+        stop_flushing,
+    )
     from state.core.migrate import (
         alembic_config,
         check_models_match,
@@ -83,6 +91,7 @@ if TYPE_CHECKING:
         DagRun,
         EventLog,
         Job,
+        MetricValue,
         PartitionDagRun,
         PartitionEventQueue,
         PartitionKeyLog,
@@ -150,6 +159,13 @@ if TYPE_CHECKING:
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
 _MODULE_OF = {
+    "METRICS": "metrics",
+    "MetricValue": "models",
+    "count_metric": "metrics",
+    "observe_metric": "metrics",
+    "set_gauge": "metrics",
+    "start_flushing": "metrics",
+    "stop_flushing": "metrics",
     "ACTIVE": "enums",
     "Asset": "models",
     "AssetAlias": "models",
@@ -282,6 +298,7 @@ __all__ = [
     "HIGHER",
     "INCREMENT",
     "MAX_PAGE_LIMIT",
+    "METRICS",
     "NO_KEY_WARNING",
     "POOL_TABLE",
     "REFERENCE_PREFIX",
@@ -321,6 +338,7 @@ __all__ = [
     "Increment",
     "Job",
     "MappedSource",
+    "MetricValue",
     "NextByName",
     "NotFound",
     "OutageLog",
@@ -351,6 +369,7 @@ __all__ = [
     "budget_seconds",
     "check_models_match",
     "context_options",
+    "count_metric",
     "current_cipher",
     "current_revision",
     "display_url",
@@ -366,6 +385,7 @@ __all__ = [
     "mark_run",
     "mark_tis",
     "normalize_url",
+    "observe_metric",
     "one_line",
     "ordering",
     "outage_budget",
@@ -377,11 +397,14 @@ __all__ = [
     "schema_revision",
     "session_scope",
     "set_budget",
+    "set_gauge",
     "set_network_timeout",
     "set_pool_size",
+    "start_flushing",
     "statement_scope",
     "statements_for",
     "statements_of",
+    "stop_flushing",
     "store_answers",
     "store_probe",
     "structure_of",

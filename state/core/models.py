@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     DateTime,
+    Float,
     Index,
     Integer,
     MetaData,
@@ -71,7 +72,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0017_triggers"
+SCHEMA_REVISION = "0018_metrics"
 
 
 class Base(DeclarativeBase):
@@ -623,6 +624,26 @@ class Trigger(Base):
 
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a
 # try's end, a scheduling pass): they skip the ORM's compile and execute layers.
+class MetricValue(Base):
+    """One series (or one bucket of one) of a metric the fleet's processes report.
+
+    Counters and histograms are the fleet's totals (``process`` empty), to which each process
+    adds its deltas; gauges are one row per process (``host:pid``), summed while fresh
+    (state/core/metrics.py, docs/metrics.md).
+    """
+
+    __tablename__ = "metric"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    # The labels as JSON with sorted keys ("" for none).
+    labels: Mapped[str] = mapped_column(String(250), primary_key=True, default="")
+    # A histogram's bucket bound ("0.005", "+Inf"), "sum" or "count"; "" for the others.
+    bucket: Mapped[str] = mapped_column(String(20), primary_key=True, default="")
+    process: Mapped[str] = mapped_column(String(250), primary_key=True, default="")
+    value: Mapped[float] = mapped_column(Float, default=0.0)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 TI_TABLE: Table = TaskInstance.__table__  # type: ignore[assignment]
 RUN_TABLE: Table = DagRun.__table__  # type: ignore[assignment]
 DAG_TABLE: Table = DagModel.__table__  # type: ignore[assignment]

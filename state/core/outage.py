@@ -26,6 +26,7 @@ from typing import TypeVar
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from state.core.db import get_engine
+from state.core.metrics import count_metric
 
 log = logging.getLogger("tradewind.outage")
 T = TypeVar("T")
@@ -112,10 +113,18 @@ class OutageLog:
             self.logger.warning(
                 "%s: %s is back after %.1fs", self.what, self.service, now - self.since
             )
+            service = service_label(self.service)
+            count_metric("outage_rides", service=service, outcome="recovered")
+            count_metric("outage_seconds", now - self.since, service=service)
             self.since = None
 
     def down_for(self, now: float) -> float:
         return 0.0 if self.since is None else now - self.since
+
+
+def service_label(service: str) -> str:
+    """The ``service`` label of the outage metrics: ``broker`` or ``store``."""
+    return "broker" if "broker" in service else "store"
 
 
 def one_line(error: BaseException) -> str:
@@ -180,6 +189,9 @@ class _Waiting:
             self.attempt += 1
             if retry.clock() + delay > self.start + self.budget:
                 waited = retry.clock() - self.start
+                service = service_label(retry.service)
+                count_metric("outage_rides", service=service, outcome="gave_up")
+                count_metric("outage_seconds", waited, service=service)
                 raise StoreUnavailable(
                     f"{retry.what}: {retry.service} still unavailable after {waited:.1f}s (the "
                     f"bound is {self.budget:g}s): {one_line(error)}"

@@ -29,6 +29,7 @@ from state.core import (
     TaskInstance,
     TaskInstanceState,
     TaskSpec,
+    observe_metric,
     outranked,
     parse_structure,
     statements_of,
@@ -233,6 +234,9 @@ def settle_run(
         # The mapped object learns the new state as committed: set as an attribute, it would
         # make the flush write the state a second time, around the transition table.
         set_committed_value(run, "state", target)
+        if run.start_date is not None:  # a run that never started has no duration
+            took = (now - run.start_date).total_seconds()
+            observe_metric("dagrun_duration_seconds", max(0.0, took), state=str(target))
 
 
 def schedule_run_by_pk(session: Session, run_pk: int) -> list[Enqueue]:

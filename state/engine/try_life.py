@@ -36,6 +36,9 @@ from state.core import (
     TaskInstance,
     TaskInstanceState,
     TaskSpec,
+    as_utc,
+    count_metric,
+    observe_metric,
     ride_out,
     session_scope,
     statement_scope,
@@ -136,6 +139,7 @@ def claim_try(
     if claimed is None:
         return _why_not_claimed(session, message, max_deliveries)
     ti, run = claimed
+    _count_start(message, as_utc(ti.queued_at), now)
     if max_deliveries is not None and ti.deliveries > max_deliveries:
         return fail_overdelivered(session, ti.id, ti.try_number, ti.deliveries, max_deliveries)
     structure = dag_version(session, ti.dag_id, run.dag_version).structure
@@ -161,6 +165,18 @@ def claim_try(
             "partition_date": run.partition_date,
         },
     )
+
+
+def _count_start(message: Delivery, queued_at: dt.datetime | None, now: dt.datetime) -> None:
+    """``ti_start``, and how long the try waited for it: from its queueing, and for a try an
+    upstream's end queued (its queued time is that end's), the chain's hop."""
+    count_metric("ti_start")
+    if queued_at is None:
+        return
+    waited = max(0.0, (now - queued_at).total_seconds())
+    observe_metric("claim_latency_seconds", waited)
+    if getattr(message, "handed_over", False):
+        observe_metric("chain_hop_seconds", waited)
 
 
 _HOSTNAME = socket.gethostname()
@@ -216,6 +232,8 @@ def record(url: str, held: HeldTry, outcome: Outcome) -> Ended:
     """Judge ``outcome`` and record the end of ``held`` with its plan, waiting out an outage."""
     verdict = judge(held, outcome, utcnow())
     recorded = _end_through_outage(url, verdict)
+    if recorded.recorded:
+        count_metric("ti_finish", state=str(verdict.state))
     return Ended(verdict.state, recorded.recorded, recorded.enqueued)
 
 

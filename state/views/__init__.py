@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         PoolUse,
         all_dags,
         all_import_errors,
+        all_pool_uses,
         files_with_import_errors,
         get_dag,
         get_import_error,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         list_variables_page,
         run_counts,
     )
+    from state.views.metrics import FleetNow, Reported, read_fleet
     from state.views.overview import GridCounts, RunSummary, grid_cells, latest_runs, recent_runs
     from state.views.progress import (
         PROGRESS_KEY,
@@ -93,6 +95,10 @@ _MODULE_OF = {
     "EventLogFilter": "event_listing",
     "get_event_log": "event_listing",
     "list_event_logs": "event_listing",
+    "FleetNow": "metrics",
+    "Reported": "metrics",
+    "read_fleet": "metrics",
+    "all_pool_uses": "listing",
     "AssetFilter": "asset_listing",
     "AssetView": "asset_listing",
     "DagFilter": "listing",
@@ -168,6 +174,7 @@ __all__ = [
     "EventFilter",
     "EventLogFilter",
     "EventRow",
+    "FleetNow",
     "GridCounts",
     "HandMadeEvent",
     "HomeFacts",
@@ -175,6 +182,7 @@ __all__ = [
     "PoolUse",
     "RecentEvent",
     "RecentRun",
+    "Reported",
     "RunFilter",
     "RunSummary",
     "TIFilter",
@@ -184,6 +192,7 @@ __all__ = [
     "active_in_dag",
     "all_dags",
     "all_import_errors",
+    "all_pool_uses",
     "batch_progress",
     "count_runs_by_state",
     "create_event_by_hand",
@@ -221,6 +230,7 @@ __all__ = [
     "list_xcoms",
     "poll_run",
     "queued_for_dag",
+    "read_fleet",
     "recent_runs",
     "run_counts",
     "run_states",

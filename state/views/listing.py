@@ -209,6 +209,12 @@ def get_pool_use(session: Session, name: str) -> PoolUse | None:
     return uses[0] if uses else None
 
 
+def all_pool_uses(session: Session, limit: int) -> list[PoolUse]:
+    """Every pool's use, by name, at most ``limit`` of them (two queries)."""
+    query = select(Pool.name, Pool.slots, Pool.description).order_by(Pool.name).limit(limit)
+    return _pool_uses(session, session.execute(query).all())
+
+
 def _pool_uses(session: Session, pools: Sequence[Row[*tuple[Any, ...]]]) -> list[PoolUse]:
     names = [row.name for row in pools]
     counts: dict[tuple[str, str], int] = {}

@@ -375,3 +375,27 @@ def test_an_old_fence_never_heartbeats_a_new_try(home: Home) -> None:
     forged = Fence(current.fence.ti_id, current.fence.try_number, "not-the-claim")
     with pytest.raises(TryFenced), session_scope(home.url) as session:
         write_xcom(session, forged, TIKey("single", current.ti.run_id, "once"), "k", "1")
+
+
+def test_a_loop_reports_its_duration_and_the_zombies_it_gave_up(
+    home: Home, scheduler: Scheduler, published: Published
+) -> None:
+    from state.core import metrics
+
+    home.sync()
+    run_pk = home.trigger("single")
+    scheduler.run_once()
+    [enqueue] = published.take()
+    claim(home, enqueue)
+    backdate(home, enqueue.ti_id, last_heartbeat=long_ago(home.settings.zombie_threshold_seconds))
+    metrics.RECORDER.take()
+
+    scheduler._loop_once()  # gives the zombie up
+    scheduler._loop_once()  # settles the run, failed
+
+    counted = metrics.RECORDER.take()
+    assert home.run_state(run_pk) == DagRunState.FAILED
+    assert counted.counters[("zombies_killed", "")] == 1
+    assert counted.counters[("ti_finish", '{"state": "failed"}')] == 1
+    assert sum(counted.buckets[("scheduler_loop_duration_seconds", "")]) == 2
+    assert sum(counted.buckets[("dagrun_duration_seconds", '{"state": "failed"}')]) == 1

@@ -27,7 +27,13 @@ from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
-from state.core import STATE_OBJECT_KEY, assert_fence, session_scope, statement_scope
+from state.core import (
+    STATE_OBJECT_KEY,
+    assert_fence,
+    count_metric,
+    session_scope,
+    statement_scope,
+)
 from state.records import checkpoints as cp
 from state.records import database_max_value_bytes, object_reference, read_state, write_state
 from state.records import delete_states as delete_state_rows
@@ -241,7 +247,24 @@ def write_checkpoint_batch(ctx: TryContext, request: p.WriteCheckpointBatch) -> 
     # A batch in storage keeps its statuses in its row: progress reads rows, never objects.
     summary = batch_progress(request.value)
     keep = {PROGRESS_KEY: summary} if summary is not None else None
-    return _checkpoint(ctx, request, cp.batch_key(request.number), request.value, keep)
+    reply = _checkpoint(ctx, request, cp.batch_key(request.number), request.value, keep)
+    if summary is not None:
+        _count_items(summary["outcomes"])
+    return reply
+
+
+#: The statuses ``iterable_items`` counts by; a task's other words count as "other" (a label's
+#: values must stay few: each is a series every scrape reads).
+_ITEM_STATUSES = frozenset({"success", "failed", "skipped"})
+
+
+def _count_items(entries: list[dict[str, Any]]) -> None:
+    counts: dict[str, int] = {}
+    for entry in entries:
+        status = entry["s"] if entry["s"] in _ITEM_STATUSES else "other"
+        counts[status] = counts.get(status, 0) + 1
+    for status, n in counts.items():
+        count_metric("iterable_items", n, status=status)
 
 
 @handles

@@ -106,7 +106,7 @@ CLAIM_TI_COLUMNS = tuple(
     _TI.c[name]
     for name in (
         "id", "dag_id", "run_id", "task_id", "map_index", "max_tries", "generation", "deliveries",
-        "try_number", "next_method", "next_kwargs",
+        "try_number", "next_method", "next_kwargs", "queued_at",
     )
 )  # fmt: skip
 _DATES = ("logical_date", "data_interval_start", "data_interval_end", "partition_date")
