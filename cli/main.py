@@ -62,7 +62,8 @@ def scheduler() -> None:
 
     settings = settings_or_exit()
     setup_logging()
-    Scheduler(settings).run_forever()
+    # The purgers delete the objects of the XComs and state values the retention deletes.
+    Scheduler(settings, purgers=api_server.purgers_for(settings)).run_forever()
 
 
 @app.command(

@@ -46,6 +46,14 @@ if TYPE_CHECKING:
         variable_keys,
     )
     from state.records.dags import NoSuchDag, set_paused
+    from state.records.history import (
+        AGED_TABLES,
+        RUN_TABLES,
+        CleanScope,
+        HistoryBatch,
+        clean_next_batch,
+        count_history,
+    )
     from state.records.marking import (
         BadMark,
         delete_run,
@@ -137,6 +145,12 @@ _MODULE_OF = {
     "get_user": "users",
     "get_user_by_id": "users",
     "get_variable": "connections",
+    "AGED_TABLES": "history",
+    "RUN_TABLES": "history",
+    "CleanScope": "history",
+    "HistoryBatch": "history",
+    "clean_next_batch": "history",
+    "count_history": "history",
     "list_assets": "assets",
     "list_connections": "connections",
     "list_events": "assets",
@@ -180,14 +194,18 @@ _MODULE_OF = {
 }
 
 __all__ = [
+    "AGED_TABLES",
     "BATCH_PREFIX",
     "BY_HAND",
     "CHECKPOINT_PREFIX",
     "MARKER_KEY",
+    "RUN_TABLES",
     "BadMark",
+    "CleanScope",
     "Contribution",
     "EventSource",
     "EventView",
+    "HistoryBatch",
     "KeyedEvent",
     "NoSuchDag",
     "NoSuchUser",
@@ -202,8 +220,10 @@ __all__ = [
     "asset_events_for_task",
     "batch_number",
     "claim_partition",
+    "clean_next_batch",
     "connection_ids",
     "consume",
+    "count_history",
     "create_user",
     "dags_with_work",
     "database_max_value_bytes",
