@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from cli import clean as clean_command
 from cli.common import settings_or_exit
 from cli.store import migrate_store
 from state.core import display_url
@@ -21,3 +22,6 @@ def migrate() -> None:
         typer.echo(f"{where}: already at schema {after}")
     else:
         typer.echo(f"{where}: upgraded schema {before or 'none'} -> {after}")
+
+
+app.command("clean")(clean_command.clean)

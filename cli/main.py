@@ -71,7 +71,8 @@ def scheduler() -> None:
     # SIGTERM (compose, honcho, systemd) ends the loop as Ctrl-C does: the job row ends too.
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
-        Scheduler(settings).run_forever(stop)
+        # The purgers delete the objects of the XComs and state values the retention deletes.
+        Scheduler(settings, purgers=api_server.purgers_for(settings)).run_forever(stop)
 
 
 @app.command()

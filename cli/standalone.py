@@ -134,13 +134,17 @@ def stop_worker(worker: subprocess.Popen[bytes], timeout_seconds: float) -> None
 @contextlib.contextmanager
 def embedded_fleet(settings: Settings, concurrency: int, with_api: bool = False) -> Iterator[Fleet]:
     """A running worker and scheduler (and API server); all stopped on the way out."""
+    from cli.api_server import purgers_for
     from scheduler import Scheduler  # brings Celery: only the commands that run DAGs import it
 
     log_file = settings.resolved_home / "worker.log"
     api_log = settings.resolved_home / "api-server.log"
     stop = threading.Event()
     scheduler = threading.Thread(
-        target=Scheduler(settings).run_forever, args=(stop,), name="scheduler", daemon=True
+        target=Scheduler(settings, purgers=purgers_for(settings)).run_forever,
+        args=(stop,),
+        name="scheduler",
+        daemon=True,
     )
     worker = start_worker(settings, concurrency, log_file)
     api = start_child(settings, API_COMMAND, api_log) if with_api else None

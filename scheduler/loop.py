@@ -27,6 +27,7 @@ from broker_config import make_celery_app, publish_many
 from scheduler.asset_runs import create_asset_triggered_runs
 from scheduler.callbacks import LostTry, failure_callback_in_child
 from scheduler.dag_sync import sync_dags
+from scheduler.retention import Retention
 from scheduler.run_watch import RunWatch
 from scheduler.timed_runs import create_due_runs, due_dags
 from state.core import (
@@ -44,6 +45,7 @@ from state.core import (
 )
 from state.engine import (
     Enqueue,
+    Purgers,
     RunWakeups,
     dag_tasks,
     fail_queued,
@@ -93,6 +95,8 @@ class Scheduler:
     _unsent: list[Enqueue] = field(default_factory=list)
     #: True while ``run_forever``'s sync thread keeps the DAGs in sync (``run_once`` does not).
     _syncing_apart: bool = False
+    #: What deletes the objects of the XComs and state values the history retention deletes.
+    purgers: Purgers = field(default_factory=Purgers)
 
     def __post_init__(self) -> None:
         if self.app is None:
@@ -102,6 +106,7 @@ class Scheduler:
                 sent_events=self.settings.task_sent_events,
             )
         self.url = self.settings.sql_url
+        self.retention = Retention(self.settings, self.purgers)
 
     def run_forever(self, stop: threading.Event | None = None) -> None:
         """Loop until ``stop``; the scheduler's job row beats from the loop itself, so a loop
@@ -118,6 +123,10 @@ class Scheduler:
             target=self._sync_forever, args=(stop,), name="dag-sync", daemon=True
         )
         syncing.start()
+        if self.retention.enabled:  # on its own thread: a batch never delays a loop
+            threading.Thread(
+                target=self.retention.run_forever, args=(stop,), name="retention", daemon=True
+            ).start()
         with heart:
             try:
                 while not stop.is_set():

@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     dag_file_processor_memory_mb: int = Field(default=2048, ge=0)
     dag_file_processor_processes: int = Field(default=2, ge=1)
     remote_logs_url: str | None = None
+    # History older than this many days (ended runs with their rows and logs, asset events, the
+    # event log) is deleted by the scheduler, a batch at a time (state/records/history.py).
+    # Unset: everything is kept; `tradewind db clean` deletes by hand.
+    history_retention_days: float | None = Field(default=None, gt=0)
     # A task's output (worker/supervisor/logs.py): a longer line is written in pieces of this
     # size, and past this much a try's log drops the task's further lines (counted at its end).
     task_log_line_max_bytes: int = Field(default=64 * 1024, ge=1024)

@@ -47,6 +47,14 @@ if TYPE_CHECKING:
     )
     from state.records.dags import NoSuchDag, set_paused
     from state.records.events import TRIGGERED_BY, About, Actor, Origin, record_event
+    from state.records.history import (
+        AGED_TABLES,
+        RUN_TABLES,
+        CleanScope,
+        HistoryBatch,
+        clean_next_batch,
+        count_history,
+    )
     from state.records.jobs import (
         AIRFLOW_JOB_TYPES,
         HEALTHY,
@@ -198,6 +206,12 @@ _MODULE_OF = {
     "get_user": "users",
     "get_user_by_id": "users",
     "get_variable": "connections",
+    "AGED_TABLES": "history",
+    "RUN_TABLES": "history",
+    "CleanScope": "history",
+    "HistoryBatch": "history",
+    "clean_next_batch": "history",
+    "count_history": "history",
     "list_assets": "assets",
     "list_connections": "connections",
     "list_events": "assets",
@@ -241,6 +255,7 @@ _MODULE_OF = {
 }
 
 __all__ = [
+    "AGED_TABLES",
     "AIRFLOW_JOB_TYPES",
     "BATCH_PREFIX",
     "BY_HAND",
@@ -248,16 +263,19 @@ __all__ = [
     "HEALTHY",
     "MARKER_KEY",
     "MAX_NOTE_CHARS",
+    "RUN_TABLES",
     "TRIGGERED_BY",
     "UNHEALTHY",
     "About",
     "Actor",
     "BadMark",
     "BadNote",
+    "CleanScope",
     "Contribution",
     "EventSource",
     "EventView",
     "Heart",
+    "HistoryBatch",
     "JobKind",
     "JobState",
     "KeyedEvent",
@@ -279,9 +297,11 @@ __all__ = [
     "batch_number",
     "beat_job",
     "claim_partition",
+    "clean_next_batch",
     "cleared_try",
     "connection_ids",
     "consume",
+    "count_history",
     "create_user",
     "dags_with_work",
     "database_max_value_bytes",
