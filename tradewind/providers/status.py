@@ -8,7 +8,9 @@ provider info lists (hooks, operators, sensors, triggers, transfers), which take
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tradewind.airflow_paths import install
 from tradewind.providers.compat import import_string
@@ -57,6 +59,7 @@ def check_provider(name: str, info: ProviderInfo, deep: bool = False) -> Provide
     install()
     checked, optional, failures = 0, 0, []
     core = set(_modules(info, False)) | set(_classes(info))
+    targets: list[tuple[str, Callable[[str], Any]]]
     targets = [(m, importlib.import_module) for m in _modules(info, deep)]
     targets += [(c, import_string) for c in _classes(info)]
     core_failed = False
