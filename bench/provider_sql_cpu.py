@@ -10,7 +10,7 @@ The providers come from the tests' cached venv (``tests/providers_env.py``), on 
 
     python bench/provider_sql_cpu.py [--n 40] [--rounds 2]
 
-Prints the figures and writes bench/results/provider_sql_cpu.json. Goal: operator ≤ 1.5× direct.
+Prints the figures and writes bench/results/provider_sql_cpu.json. Goal: operator <= 1.5 x direct.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def main() -> None:
         (dags / "bench_sql.py").write_text(DAG_FILE.format(n=args.n))
         path = os.pathsep.join([str(site), str(ROOT)])
         env = fleet_env(url, broker, dags, workdir / "home", PYTHONPATH=path)
-        with running_fleet(url, dags, env, workdir) as (worker, scheduler):
+        with running_fleet(url, dags, env, workdir) as (worker, _scheduler):
             with session_scope(url) as session:
                 parts = urlsplit(url)
                 put_connection(
