@@ -50,6 +50,10 @@ UNSERVED = {
     "apache-airflow-providers-keycloak": "it is an auth manager for Airflow's own API server",
 }
 
+#: Providers Tradewind has built in: ``airflow.providers.standard.*`` are Tradewind's own classes.
+BUILT_IN = {
+    "apache-airflow-providers-standard": "its operators, sensors and decorators are Tradewind's own",
+}
 #: Airflow's own requirements that providers import without declaring them (Airflow brings them):
 #: added to every install, so a provider finds them as it would beside Airflow.
 AIRFLOW_RUNTIME = (
@@ -151,6 +155,10 @@ def plan_providers(spec: str, python: str, folder: Path, upgrade: bool = False) 
         name = canonicalize_name(requirement.name)
         if name in UNSERVED:
             raise ProviderInstallError(f"{name} cannot run on Tradewind: {UNSERVED[name]}")
+        if name in BUILT_IN:
+            if top:
+                raise ProviderInstallError(f"{name} is built into Tradewind: {BUILT_IN[name]}")
+            continue
         if name in plan.versions:
             if not requirement.specifier.contains(plan.versions[name], prereleases=True):
                 raise ProviderInstallError(
