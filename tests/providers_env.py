@@ -19,7 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 #: The current releases on PyPI that support Airflow 3 (providers' versions of 2026-12).
 PROVIDERS = (
     "apache-airflow-providers-common-compat==1.23.0",

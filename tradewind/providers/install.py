@@ -52,7 +52,7 @@ UNSERVED = {
 
 #: Providers Tradewind has built in: ``airflow.providers.standard.*`` are Tradewind's own classes.
 BUILT_IN = {
-    "apache-airflow-providers-standard": "its operators, sensors and decorators are Tradewind's own",
+    "apache-airflow-providers-standard": "its operators, sensors and decorators are Tradewind's",
 }
 #: Airflow's own requirements that providers import without declaring them (Airflow brings them):
 #: added to every install, so a provider finds them as it would beside Airflow.
@@ -152,27 +152,9 @@ def plan_providers(spec: str, python: str, folder: Path, upgrade: bool = False) 
     top = True
     while queue:
         requirement = queue.pop(0)
+        if _already_planned(requirement, plan, top, upgrade):
+            continue
         name = canonicalize_name(requirement.name)
-        if name in UNSERVED:
-            raise ProviderInstallError(f"{name} cannot run on Tradewind: {UNSERVED[name]}")
-        if name in BUILT_IN:
-            if top:
-                raise ProviderInstallError(f"{name} is built into Tradewind: {BUILT_IN[name]}")
-            continue
-        if name in plan.versions:
-            if not requirement.specifier.contains(plan.versions[name], prereleases=True):
-                raise ProviderInstallError(
-                    f"{name} is required as {requirement} and as {plan.versions[name]}"
-                )
-            continue
-        installed = _installed_version(name)
-        if (
-            not top
-            and not upgrade
-            and installed is not None
-            and requirement.specifier.contains(installed, prereleases=True)
-        ):
-            continue  # already there, in range: left as it is
         top = False
         result = _pip(
             python,
@@ -202,6 +184,31 @@ def plan_providers(spec: str, python: str, folder: Path, upgrade: bool = False) 
             else:
                 plan.requirements.append(dependency)
     return plan
+
+
+def _already_planned(requirement: Requirement, plan: Plan, top: bool, upgrade: bool) -> bool:
+    """Whether the provider ``requirement`` needs no fetching; refused if it cannot be had."""
+    name = canonicalize_name(requirement.name)
+    if name in UNSERVED:
+        raise ProviderInstallError(f"{name} cannot run on Tradewind: {UNSERVED[name]}")
+    if name in BUILT_IN:
+        if top:
+            raise ProviderInstallError(f"{name} is built into Tradewind: {BUILT_IN[name]}")
+        return True
+    if name in plan.versions:
+        if not requirement.specifier.contains(plan.versions[name], prereleases=True):
+            raise ProviderInstallError(
+                f"{name} is required as {requirement} and as {plan.versions[name]}"
+            )
+        return True
+    installed = _installed_version(name)
+    # A required provider already there, in range, is left as it is.
+    return (
+        not top
+        and not upgrade
+        and installed is not None
+        and requirement.specifier.contains(installed, prereleases=True)
+    )
 
 
 def _find_wheel(folder: Path, name: str, requirement: Requirement) -> Path:
