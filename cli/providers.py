@@ -42,7 +42,7 @@ def install(
     try:
         plan = install_provider(provider, upgrade=upgrade)
     except ProviderInstallError as error:
-        fail(f"{provider}: {error}")
+        fail(str(error))
     for name, version in plan.versions.items():
         typer.echo(f"installed {name} {version}")
     if plan.pins:

@@ -267,12 +267,16 @@ def resolve_requirements(plan: Plan, python: str, folder: Path) -> None:
         *[str(r) for r in plan.requirements],
     )
     if result.returncode != 0:
-        raise ProviderInstallError(f"its requirements do not resolve: {_pip_error(result)}")
+        asked = next(iter(plan.versions))
+        raise ProviderInstallError(
+            f"{asked}: its requirements do not resolve: {_pip_error(result)}"
+        )
     for item in json.loads(report.read_text()).get("install", []):
         name = canonicalize_name(item["metadata"]["name"])
         if name in AIRFLOW_ITSELF or name.startswith(PROVIDER_PREFIX):
             wanted = ", ".join(str(r) for r in plan.requirements)
-            raise ProviderInstallError(f"its requirements ({wanted}) bring {name} in")
+            asked = next(iter(plan.versions))
+            raise ProviderInstallError(f"{asked}: its requirements ({wanted}) bring {name} in")
         plan.pins.append(f"{name}=={item['metadata']['version']}")
 
 
@@ -283,7 +287,7 @@ def install_plan(plan: Plan, python: str) -> None:
             continue
         result = _pip(python, "install", "--no-deps", "--quiet", *what)
         if result.returncode != 0:
-            raise ProviderInstallError(f"pip could not install it: {_pip_error(result)}")
+            raise ProviderInstallError(f"pip could not install {what[0]}...: {_pip_error(result)}")
 
 
 def install_provider(spec: str, python: str = sys.executable, upgrade: bool = False) -> Plan:
