@@ -215,6 +215,7 @@ _CORE: dict[str, ModuleRow] = {
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("exactly_one", "at_most_one", "chunks")},
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("is_container", "as_flattened_list")},
     ),
+    "airflow.utils.operator_helpers": _row(determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs"),
     "airflow.utils.strings": _row(to_boolean=f"{_TW_PROV}.compat:to_boolean"),
     "airflow.utils.dates": _row(
         days_ago=old("tradewind.timezone:days_ago", "pendulum.today('UTC').add(days=-N)"),
@@ -433,6 +434,7 @@ _SDK = _row(
     delegate="tradewind",
     SkipMixin=f"{_TW_PROV}.compat:SkipMixin",
     poke_mode_only=f"{_TW_PROV}.compat:poke_mode_only",
+    determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs",
     LoggingMixin="tradewind.logging_mixin:LoggingMixin",
     XComArg="tradewind.xcom_arg:XComArg",
     Context="tradewind.context:Context",

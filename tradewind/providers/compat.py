@@ -212,3 +212,14 @@ _COLLECTOR = NoOpCollector()
 
 def get_hook_lineage_collector() -> NoOpCollector:
     return _COLLECTOR
+
+
+def determine_kwargs(python_callable: Any, op_args: Any, kwargs: Any) -> dict[str, Any]:
+    """The keyword arguments of ``kwargs`` that ``python_callable`` accepts (all with ``**``)."""
+    import inspect
+
+    parameters = inspect.signature(python_callable).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return dict(kwargs)
+    named = list(parameters)[len(op_args) :]
+    return {name: kwargs[name] for name in named if name in kwargs}
