@@ -87,7 +87,8 @@ def main() -> None:
         dags.mkdir()
         (dags / "bench_sql.py").write_text(DAG_FILE.format(n=args.n))
         path = os.pathsep.join([str(site), str(ROOT)])
-        env = fleet_env(url, broker, dags, workdir / "home", PYTHONPATH=path)
+        env = fleet_env(url, broker, dags, workdir / "home")
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"] = path  # the sync's children read it too
         with running_fleet(url, dags, env, workdir) as (worker, _scheduler):
             with session_scope(url) as session:
                 parts = urlsplit(url)
