@@ -78,6 +78,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default="", help="Comma-separated provider short names.")
     parser.add_argument("--fresh", action="store_true", help="Rebuild the cached venv.")
+    parser.add_argument(
+        "--no-install", action="store_true", help="Check the venv as it is (after a full run)."
+    )
     args = parser.parse_args()
     names = [n for n in args.only.split(",") if n] or list(TOP20)
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -86,6 +89,10 @@ def main() -> None:
     if args.fresh or not Path(python).exists():
         python = make_venv(root)
     results: dict[str, dict[str, object]] = {}
+    previous = ROOT / "bench" / "results" / "providers.json"
+    if args.no_install and previous.exists():
+        results = {k: v for k, v in json.loads(previous.read_text()).items() if k in names}
+        names = []
     for name in names:
         result = _cli(python, "providers", "install", name)
         installed = result.returncode == 0
@@ -94,7 +101,7 @@ def main() -> None:
         print(f"{name}: {'installed' if installed else 'refused: ' + why}", flush=True)
     listing = _cli(python, "providers", "list", "--deep", "--json")
     statuses = {s["name"]: s for s in json.loads(listing.stdout or "[]")}
-    for name in names:
+    for name in results:
         status = statuses.get(f"apache-airflow-providers-{name}")
         if status is not None:
             results[name].update(

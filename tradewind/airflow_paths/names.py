@@ -216,6 +216,13 @@ _CORE: dict[str, ModuleRow] = {
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("is_container", "as_flattened_list")},
     ),
     "airflow.utils.operator_helpers": _row(determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs"),
+    "airflow.utils.yaml": _row(delegate="yaml"),
+    "airflow.utils.platform": _row(getuser=f"{_TW_PROV}.compat:getuser"),
+    "airflow.utils.process_utils": _row(patch_environ=f"{_TW_PROV}.compat:patch_environ"),
+    "airflow.utils.deprecation_tools": _row(
+        add_deprecated_classes=f"{_TW_PROV}.compat:add_deprecated_classes"
+    ),
+    "airflow.models.baseoperatorlink": _row(BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink"),
     "airflow.utils.strings": _row(to_boolean=f"{_TW_PROV}.compat:to_boolean"),
     "airflow.utils.dates": _row(
         days_ago=old("tradewind.timezone:days_ago", "pendulum.today('UTC').add(days=-N)"),
@@ -435,6 +442,7 @@ _SDK = _row(
     SkipMixin=f"{_TW_PROV}.compat:SkipMixin",
     poke_mode_only=f"{_TW_PROV}.compat:poke_mode_only",
     determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs",
+    BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink",
     LoggingMixin="tradewind.logging_mixin:LoggingMixin",
     XComArg="tradewind.xcom_arg:XComArg",
     Context="tradewind.context:Context",

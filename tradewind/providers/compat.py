@@ -223,3 +223,49 @@ def determine_kwargs(python_callable: Any, op_args: Any, kwargs: Any) -> dict[st
         return dict(kwargs)
     named = list(parameters)[len(op_args) :]
     return {name: kwargs[name] for name in named if name in kwargs}
+
+
+class BaseOperatorLink:
+    """A link an operator adds to its task in Airflow's UI; Tradewind's UI shows none yet."""
+
+    name: str = ""
+    operators: Any = ()
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must define get_link()")
+
+
+def add_deprecated_classes(classes: Any, package: str, *args: Any, **kwargs: Any) -> None:
+    """Airflow keeps a provider's moved classes importable from their old modules; Tradewind
+    keeps only the new paths (the old ones fail their import, naming the module)."""
+    return None
+
+
+def getuser() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def patch_environ(new_env_variables: dict[str, str]) -> Any:
+    """A context manager setting environment variables for its block, restoring them after."""
+    import contextlib
+    import os
+
+    @contextlib.contextmanager
+    def patched() -> Any:
+        before = {key: os.environ.get(key) for key in new_env_variables}
+        os.environ.update(new_env_variables)
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    return patched()

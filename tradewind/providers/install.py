@@ -65,6 +65,7 @@ AIRFLOW_RUNTIME = (
     "methodtools>=0.4.7",
     "asgiref>=2.3.0",
     "python-slugify>=5.0",
+    "pyyaml>=6.0",
 )
 
 
