@@ -20,6 +20,7 @@ from cli import (
     db,
     jobs,
     pools,
+    providers,
     rotate_key,
     runs,
     standalone,
@@ -55,6 +56,7 @@ app.add_typer(broker.app, name="broker")
 app.add_typer(users.app, name="users")
 app.add_typer(assets.app, name="assets")
 app.add_typer(jobs.app, name="jobs")
+app.add_typer(providers.app, name="providers")
 app.command()(standalone.standalone)
 app.command("api-server")(api_server.api_server)
 app.command("rotate-fernet-key")(rotate_key.rotate_fernet_key)

@@ -3,11 +3,13 @@
 Tradewind has no ``airflow.cfg``: a value comes from ``AIRFLOW__{SECTION}__{KEY}`` in the
 environment (the variable Airflow itself would read first), then the ``fallback`` the file gives;
 with neither, the one-line error names the variable to set. ``[core] dags_folder`` is Tradewind's
-DAGs folder.
+DAGs folder. The installed providers' own options come with the defaults their provider info
+declares (``tradewind/providers/registry.py``), as in Airflow.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -54,12 +56,55 @@ class AirflowConfig:
         value = self.get(section, key, fallback)
         return float(value) if isinstance(value, str) else value
 
+    def getimport(self, section: str, key: str, fallback: Any = _MISSING, **_: Any) -> Any:
+        """The object a ``module.Name`` setting names; None when it is empty."""
+        value = self.get(section, key, fallback)
+        if not isinstance(value, str) or not value:
+            return value if not isinstance(value, str) else None
+        from tradewind.providers.compat import import_string
+
+        try:
+            return import_string(value)
+        except ImportError as error:
+            raise AirflowConfigException(f"[{section}] {key}: {error}") from None
+
+    def getjson(self, section: str, key: str, fallback: Any = _MISSING, **_: Any) -> Any:
+        value = self.get(section, key, fallback)
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value) if value else None
+        except json.JSONDecodeError as error:
+            raise AirflowConfigException(f"[{section}] {key} is not JSON: {error}") from None
+
+    def getlist(
+        self, section: str, key: str, delimiter: str = ",", fallback: Any = _MISSING, **_: Any
+    ) -> Any:
+        value = self.get(section, key, fallback)
+        if not isinstance(value, str):
+            return value
+        return [item.strip() for item in value.split(delimiter) if item.strip()]
+
+    def getsection(self, section: str) -> dict[str, str] | None:
+        from tradewind.providers.registry import config_defaults
+
+        prefix = f"AIRFLOW__{section.upper()}__"
+        found = dict(config_defaults().get(section.lower(), {}))
+        for name, value in os.environ.items():
+            if name.startswith(prefix):
+                found[name[len(prefix) :].lower()] = value
+        return found or None
+
     def _known(self, section: str, key: str) -> str | None:
         value = os.environ.get(_variable(section, key))
         if value is None and (section.lower(), key.lower()) == ("core", "dags_folder"):
             from tradewind.settings import get_settings
 
             return str(get_settings().resolved_dags_folder)
+        if value is None:
+            from tradewind.providers.registry import config_defaults
+
+            value = config_defaults().get(section.lower(), {}).get(key.lower())
         return value
 
 

@@ -90,6 +90,37 @@ class Connection:
             extra=dict(parse_qsl(parts.query)),
         )
 
+    @classmethod
+    def get_connection_from_secrets(cls, conn_id: str) -> Connection:
+        """Airflow's name for ``Connection.get``."""
+        return cls.get(conn_id)
+
+    @property
+    def id(self) -> str:
+        return self.conn_id
+
+    @property
+    def extra_dejson(self) -> dict[str, Any]:
+        """The extras as a dictionary (Airflow keeps them as JSON text; Tradewind as a dict)."""
+        return dict(self.extra)
+
+    def get_extra(self) -> str:
+        """The extras as JSON text, as Airflow's ``Connection.extra`` is."""
+        return json.dumps(self.extra)
+
+    def get_password(self) -> str | None:
+        return self.password
+
+    def get_hook(self, *, hook_params: dict[str, Any] | None = None) -> Any:
+        """An instance of the hook the installed providers register for this connection's type.
+
+        ``conn_type`` ``postgres`` gives a ``PostgresHook`` on this connection (its id passed as
+        the hook's connection id argument), read from the providers' entry points.
+        """
+        from tradewind.providers.hooks import hook_for
+
+        return hook_for(self, hook_params or {})
+
     def get_uri(self) -> str:
         """The connection as one URI (password included: never log it)."""
         auth = ""

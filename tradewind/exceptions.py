@@ -49,3 +49,17 @@ class AirflowSensorTimeout(AirflowException):
 
 class AirflowConfigException(AirflowException):
     """A setting cannot be used."""
+
+
+class AirflowOptionalProviderFeatureException(AirflowException):
+    """A provider's feature needs a package that is not installed."""
+
+
+class AirflowProviderDeprecationWarning(DeprecationWarning):
+    """A provider's name or argument is deprecated (a warning, as in Airflow)."""
+
+    deprecated_provider_since: str | None = None
+
+
+class RemovedInAirflow4Warning(DeprecationWarning):
+    """Something Airflow 4 removes (a warning, as in Airflow)."""

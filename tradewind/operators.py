@@ -22,6 +22,7 @@ from tradewind.context import get_current_context
 from tradewind.dag_context import current_dag, current_group
 from tradewind.dependencies import DependencyMixin, SetupTeardownMixin
 from tradewind.exceptions import DagDefinitionError
+from tradewind.logging_mixin import LoggingMixin
 from tradewind.mapped_group import check_not_nested
 from tradewind.mapping import EXPAND, KWARGS_LIST, build_mapping
 from tradewind.task import (
@@ -49,8 +50,8 @@ class _OperatorMeta(type):
         return operator
 
 
-class BaseOperator(SetupTeardownMixin, DependencyMixin, metaclass=_OperatorMeta):
-    """Subclass it and define ``execute(self, context)``."""
+class BaseOperator(LoggingMixin, SetupTeardownMixin, DependencyMixin, metaclass=_OperatorMeta):
+    """Subclass it and define ``execute(self, context)``; ``self.log`` writes to the try's log."""
 
     template_fields: ClassVar[Sequence[str]] = ()
     template_ext: ClassVar[Sequence[str]] = ()

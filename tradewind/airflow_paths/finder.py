@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, overload
 
-from tradewind.airflow_paths.names import ModuleRow, row_of
+from tradewind.airflow_paths.names import AIRFLOW_VERSION, ModuleRow, row_of
 from tradewind.settings import get_settings
 from tradewind.spellings import airflow2_spelling
 from tradewind.unsupported import missing_airflow_name
@@ -41,7 +41,7 @@ class AirflowPathsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         row = row_of(fullname)
-        if row is None:
+        if row is None or _installed_provider_module(fullname, path):
             return None
         spec = importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         spec.submodule_search_locations = _package_path(fullname)  # type: ignore[assignment]
@@ -58,8 +58,26 @@ class AirflowPathsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__getattr__ = _resolver(module.__name__, row)  # type: ignore[method-assign]
         module.__all__ = sorted(row.names)  # type: ignore[attr-defined]
         module.__doc__ = f"Airflow's {module.__name__}, with Tradewind's names."
+        if module.__name__ == "airflow":
+            module.__version__ = AIRFLOW_VERSION  # type: ignore[attr-defined]
         if row.airflow3 is not None:
             _NOTED.add(module.__name__)
+
+
+def _installed_provider_module(fullname: str, path: Sequence[str] | None) -> bool:
+    """Whether ``fullname`` is a module of an installed provider, which then serves it itself.
+
+    A row below ``airflow.providers`` (``...common.compat.sdk``, ``...smtp.operators.smtp``)
+    stands in for a provider that is not installed; the standard provider is always Tradewind's.
+    """
+    if not fullname.startswith("airflow.providers.") or fullname.startswith(_STANDARD):
+        return False
+    if path is None:
+        return False
+    return importlib.machinery.PathFinder.find_spec(fullname, path) is not None
+
+
+_STANDARD = "airflow.providers.standard"
 
 
 class _DagsFolderPath(Sequence[str]):

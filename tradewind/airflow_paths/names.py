@@ -36,7 +36,12 @@ def _row(
     return ModuleRow(targets, delegate, airflow3)
 
 
+#: The Airflow version Tradewind answers as (``airflow.__version__``): providers choose their
+#: Airflow 3 code paths by it, and ``tradewind providers install`` checks their ranges against it.
+AIRFLOW_VERSION = "3.3.2"
+
 _STD = "airflow.providers.standard"
+_TW_PROV = "tradewind.providers"
 _TW_STD = "tradewind.standard"
 
 #: The names of the standard provider, by its module (Airflow 3.3's home for the classic operators).
@@ -242,7 +247,19 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.utils.helpers": _row(
         chain=old("tradewind:chain", "airflow.sdk.chain"),
         cross_downstream=old("tradewind:cross_downstream", "airflow.sdk.cross_downstream"),
+        **{n: f"{_TW_PROV}.compat:{n}" for n in ("merge_dicts", "prune_dict")},
+        **{n: f"{_TW_PROV}.compat:{n}" for n in ("exactly_one", "at_most_one", "chunks")},
+        **{n: f"{_TW_PROV}.compat:{n}" for n in ("is_container", "as_flattened_list")},
     ),
+    "airflow.utils.operator_helpers": _row(determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs"),
+    "airflow.utils.yaml": _row(delegate="yaml"),
+    "airflow.utils.platform": _row(getuser=f"{_TW_PROV}.compat:getuser"),
+    "airflow.utils.process_utils": _row(patch_environ=f"{_TW_PROV}.compat:patch_environ"),
+    "airflow.utils.deprecation_tools": _row(
+        add_deprecated_classes=f"{_TW_PROV}.compat:add_deprecated_classes"
+    ),
+    "airflow.models.baseoperatorlink": _row(BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink"),
+    "airflow.utils.strings": _row(to_boolean=f"{_TW_PROV}.compat:to_boolean"),
     "airflow.utils.dates": _row(
         days_ago=old("tradewind.timezone:days_ago", "pendulum.today('UTC').add(days=-N)"),
     ),
@@ -324,6 +341,45 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.configuration": _row(conf="tradewind.airflow_config:conf"),
     "airflow.example_dags": _row(),  # the DAGs folder (finder.py)
     "airflow.plugins_manager": _row(AirflowPlugin="tradewind.plugins:AirflowPlugin"),
+    "airflow.utils.log.logging_mixin": _row(LoggingMixin="tradewind.logging_mixin:LoggingMixin"),
+    "airflow.utils.module_loading": _row(
+        import_string=f"{_TW_PROV}.compat:import_string",
+        qualname=f"{_TW_PROV}.compat:qualname",
+        iter_namespace=f"{_TW_PROV}.compat:iter_namespace",
+    ),
+    "airflow.sdk.module_loading": _row(
+        import_string=f"{_TW_PROV}.compat:import_string",
+        qualname=f"{_TW_PROV}.compat:qualname",
+        iter_namespace=f"{_TW_PROV}.compat:iter_namespace",
+    ),
+    "airflow.utils.types": _row(
+        NOTSET=f"{_TW_PROV}.compat:NOTSET", ArgNotSet=f"{_TW_PROV}.compat:ArgNotSet"
+    ),
+    "airflow.models.xcom": _row(XCOM_RETURN_KEY=f"{_TW_PROV}.compat:XCOM_RETURN_KEY"),
+    "airflow.providers_manager": _row(
+        ProvidersManager=f"{_TW_PROV}.registry:ProvidersManager",
+    ),
+    **{
+        module: _row(
+            mask_secret=f"{_TW_PROV}.compat:mask_secret", redact=f"{_TW_PROV}.compat:redact"
+        )
+        for module in (
+            "airflow.sdk.log",
+            "airflow.sdk.execution_time.secrets_masker",
+            "airflow.utils.log.secrets_masker",
+        )
+    },
+    **{
+        module: _row(
+            **{
+                n: f"{_TW_PROV}.compat:{n}"
+                for n in ("NoOpCollector", "HookLineageCollector", "get_hook_lineage_collector")
+            }
+        )
+        for module in ("airflow.sdk.lineage", "airflow.lineage.hook")
+    },
+    "airflow.version": _row(version=f"{_TW_PROV}.compat:AIRFLOW_VERSION"),
+    # Served by the installed common-compat provider when there is one (finder.py).
     "airflow.providers.common.compat.sdk": _row(
         delegate="tradewind",
         timezone="tradewind.timezone",
@@ -414,6 +470,11 @@ _SDK_MODULES = [
 ]
 _SDK = _row(
     delegate="tradewind",
+    SkipMixin=f"{_TW_PROV}.compat:SkipMixin",
+    poke_mode_only=f"{_TW_PROV}.compat:poke_mode_only",
+    determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs",
+    BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink",
+    LoggingMixin="tradewind.logging_mixin:LoggingMixin",
     XComArg="tradewind.xcom_arg:XComArg",
     Context="tradewind.context:Context",
     BaseHook="tradewind.hooks:BaseHook",

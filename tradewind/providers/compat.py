@@ -1,0 +1,271 @@
+"""Small Airflow helpers provider packages import at run time, under ``airflow.utils.*``.
+
+Each is what the provider uses of it: ``NOTSET`` (an argument not given), ``import_string``,
+``SkipMixin`` (the base of branch operators that skip through the store, as ``Choice`` does),
+``XCOM_RETURN_KEY``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Final
+
+from tradewind.airflow_paths.names import AIRFLOW_VERSION
+
+__all__ = ["AIRFLOW_VERSION", "NOTSET", "XCOM_RETURN_KEY", "ArgNotSet", "SkipMixin"]
+#: The key of a task's result among its XComs.
+XCOM_RETURN_KEY: Final = "return_value"
+
+
+class ArgNotSet:
+    """The type of ``NOTSET``: an argument the caller did not give (None may be a value)."""
+
+    _instance: ArgNotSet | None = None
+
+    def __new__(cls) -> ArgNotSet:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NOTSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    @staticmethod
+    def is_arg_set(value: Any) -> bool:
+        return not isinstance(value, ArgNotSet)
+
+
+NOTSET: Final = ArgNotSet()
+
+
+def is_arg_set(value: Any) -> bool:
+    return not isinstance(value, ArgNotSet)
+
+
+def import_string(dotted_path: str) -> Any:
+    """The object at ``package.module.Name``; ImportError naming the path if there is none."""
+    module_path, _, name = dotted_path.rpartition(".")
+    if not module_path:
+        raise ImportError(f"{dotted_path} is not a dotted path to a module's attribute")
+    module = importlib.import_module(module_path)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise ImportError(f"module {module_path} has no attribute {name}") from None
+
+
+def qualname(value: Any) -> str:
+    """``module.Name`` of a class, a function or an object's class."""
+    target = value if hasattr(value, "__qualname__") else type(value)
+    return f"{target.__module__}.{target.__qualname__}"
+
+
+class SkipMixin:
+    """Airflow's mix-in of operators that skip tasks after them.
+
+    On Tradewind an operator chooses what runs next by its result (``tradewind/branching.py``);
+    a provider operator calling ``skip`` directly is refused with one line.
+    """
+
+    def skip(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            f"{type(self).__name__}.skip(): skipping other tasks from inside a task is not "
+            "supported by Tradewind; use a branch operator"
+        )
+
+    def skip_all_except(self, ti: Any, branch_task_ids: Any) -> None:
+        self.skip(ti, branch_task_ids)
+
+
+def merge_dicts(left: dict[Any, Any], right: dict[Any, Any]) -> dict[Any, Any]:
+    """``left`` updated by ``right``, nested dictionaries merged rather than replaced."""
+    merged = dict(left)
+    for key, value in right.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_dicts(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def to_boolean(value: str | bool | None) -> bool:
+    """``"true"``, ``"t"``, ``"y"``, ``"yes"``, ``"1"`` (any case) as True; anything else False."""
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("true", "t", "y", "yes", "1")
+
+
+def iter_namespace(namespace: Any) -> Any:
+    """The modules directly below the package ``namespace`` (``pkgutil.iter_modules``)."""
+    import pkgutil
+
+    return pkgutil.iter_modules(namespace.__path__, namespace.__name__ + ".")
+
+
+def prune_dict(value: Any, mode: str = "strict") -> Any:
+    """``value`` without its None entries (``mode="truthy"``: without its falsy ones), at depth."""
+
+    def dropped(item: Any) -> bool:
+        return item is None if mode == "strict" else not item
+
+    if isinstance(value, dict):
+        pruned = {}
+        for key, item in value.items():
+            if isinstance(item, dict | list):
+                item = prune_dict(item, mode)
+            if not dropped(item):
+                pruned[key] = item
+        return pruned
+    if isinstance(value, list):
+        kept = [prune_dict(item, mode) if isinstance(item, dict | list) else item for item in value]
+        return [item for item in kept if not dropped(item)]
+    return value
+
+
+def exactly_one(*values: Any) -> bool:
+    """Whether exactly one of ``values`` is truthy."""
+    return sum(map(bool, values)) == 1
+
+
+def at_most_one(*values: Any) -> bool:
+    """Whether at most one of ``values`` is truthy (NOTSET counts as not given)."""
+    return sum(1 for v in values if v and not isinstance(v, ArgNotSet)) <= 1
+
+
+def mask_secret(secret: Any, name: str | None = None) -> None:
+    """Mask ``secret`` in the try's log (its values, for a mapping); nothing outside a task."""
+    from tradewind.connections import mask_secret as mask
+    from tradewind.connections import sensitive_values
+
+    values = list(sensitive_values(secret, True)) if isinstance(secret, dict | list) else [secret]
+    for value in values:
+        if isinstance(value, str) and value:
+            try:
+                mask(value)
+            except RuntimeError:  # not in a task: no log to mask
+                return
+
+
+def redact(value: Any, name: str | None = None, max_depth: int | None = None) -> Any:
+    """``value`` as logs show it: the supervisor masks secrets in the lines themselves."""
+    return value
+
+
+def chunks(items: list[Any], chunk_size: int) -> Any:
+    """``items`` in consecutive lists of ``chunk_size``."""
+    if chunk_size <= 0:
+        raise ValueError("chunk_size must be a positive number")
+    for start in range(0, len(items), chunk_size):
+        yield items[start : start + chunk_size]
+
+
+def is_container(value: Any) -> bool:
+    """Whether ``value`` is iterable and not a string."""
+    return hasattr(value, "__iter__") and not isinstance(value, str | bytes)
+
+
+def as_flattened_list(iterable: Any) -> list[Any]:
+    """``[[a, b], [c]]`` as ``[a, b, c]``."""
+    return [item for sub in iterable for item in sub]
+
+
+def poke_mode_only(cls: Any) -> Any:
+    """Airflow's class decorator for sensors that only poke: ``mode="reschedule"`` is refused."""
+    init = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("mode", "poke") != "poke":
+            raise ValueError(f"{cls.__name__} only pokes: mode must be 'poke'")
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+    return cls
+
+
+class NoOpCollector:
+    """Airflow's hook-level lineage collector, when nothing collects: every call does nothing.
+
+    Tradewind keeps no OpenLineage events; providers report lineage through it unconditionally.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        def nothing(*args: Any, **kwargs: Any) -> None:
+            return None
+
+        return nothing
+
+    @property
+    def collected_assets(self) -> Any:
+        return None
+
+    @property
+    def has_collected(self) -> bool:
+        return False
+
+
+HookLineageCollector = NoOpCollector
+_COLLECTOR = NoOpCollector()
+
+
+def get_hook_lineage_collector() -> NoOpCollector:
+    return _COLLECTOR
+
+
+def determine_kwargs(python_callable: Any, op_args: Any, kwargs: Any) -> dict[str, Any]:
+    """The keyword arguments of ``kwargs`` that ``python_callable`` accepts (all with ``**``)."""
+    import inspect
+
+    parameters = inspect.signature(python_callable).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return dict(kwargs)
+    named = list(parameters)[len(op_args) :]
+    return {name: kwargs[name] for name in named if name in kwargs}
+
+
+class BaseOperatorLink:
+    """A link an operator adds to its task in Airflow's UI; Tradewind's UI shows none yet."""
+
+    name: str = ""
+    operators: Any = ()
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must define get_link()")
+
+
+def add_deprecated_classes(classes: Any, package: str, *args: Any, **kwargs: Any) -> None:
+    """Airflow keeps a provider's moved classes importable from their old modules; Tradewind
+    keeps only the new paths (the old ones fail their import, naming the module)."""
+    return None
+
+
+def getuser() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def patch_environ(new_env_variables: dict[str, str]) -> Any:
+    """A context manager setting environment variables for its block, restoring them after."""
+    import contextlib
+    import os
+
+    @contextlib.contextmanager
+    def patched() -> Any:
+        before = {key: os.environ.get(key) for key in new_env_variables}
+        os.environ.update(new_env_variables)
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    return patched()
