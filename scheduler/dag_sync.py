@@ -35,6 +35,7 @@ from state.core import (
     utcnow,
 )
 from state.engine import ensure_pool, pool_names
+from state.records import store_facets
 from tradewind.dag_processor import DagFolder, StoredDag
 
 #: Structure keys whose change makes the next scheduled run be computed afresh.
@@ -62,6 +63,7 @@ def sync_dags(session: Session, folder: Path) -> SyncResult:
     for dag_id in sorted(dags):
         if _store_dag(session, existing.get(dag_id), dags[dag_id]):
             sync_dag_assets(session, dag_id, dags[dag_id].structure)
+            store_facets(session, dag_id, dags[dag_id].structure)
             result.changed.append(dag_id)
     kept_as_was = set(errors) | set(refused)
     for dag_id in sorted(existing):

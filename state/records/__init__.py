@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         set_variable,
         variable_keys,
     )
+    from state.records.dag_facets import store_facets
     from state.records.dags import NoSuchDag, set_paused
     from state.records.marking import (
         BadMark,
@@ -170,6 +171,7 @@ _MODULE_OF = {
     "revoke_tokens": "users",
     "set_password_hash": "users",
     "set_paused": "dags",
+    "store_facets": "dag_facets",
     "set_role": "users",
     "set_state_value": "marking",
     "set_variable": "connections",
@@ -253,6 +255,7 @@ __all__ = [
     "set_role",
     "set_state_value",
     "set_variable",
+    "store_facets",
     "sync_references",
     "variable_keys",
     "write_asset_state",

@@ -53,7 +53,9 @@ if TYPE_CHECKING:
     )
     from state.views.run_following import poll_run, run_states, run_waits
     from state.views.run_listing import (
+        NO_SPAN,
         RunFilter,
+        Span,
         TIFilter,
         TIRow,
         XComRow,
@@ -93,7 +95,9 @@ _MODULE_OF = {
     "PROGRESS_KEY": "progress",
     "PoolUse": "listing",
     "RunFilter": "run_listing",
+    "NO_SPAN": "run_listing",
     "RunSummary": "overview",
+    "Span": "run_listing",
     "TIFilter": "run_listing",
     "TIRow": "run_listing",
     "TaskSummary": "run_view",
@@ -148,6 +152,7 @@ _MODULE_OF = {
 }
 
 __all__ = [
+    "NO_SPAN",
     "PROGRESS_KEY",
     "AssetFilter",
     "AssetView",
@@ -160,6 +165,7 @@ __all__ = [
     "PoolUse",
     "RunFilter",
     "RunSummary",
+    "Span",
     "TIFilter",
     "TIRow",
     "TaskSummary",

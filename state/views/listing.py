@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, func, select
+from sqlalchemy import ColumnElement, Row, Select, func, or_, select
 from sqlalchemy.orm import Session, defer
 
 from state.core import (
@@ -24,6 +24,7 @@ from state.core import (
     DagModel,
     DagRun,
     DagRunState,
+    DagTag,
     Page,
     Pool,
     TaskInstance,
@@ -50,40 +51,115 @@ def present(*conditions: ColumnElement[bool] | None) -> list[ColumnElement[bool]
 
 @dataclass(frozen=True)
 class DagFilter:
+    """Which DAGs a list keeps (Airflow's ``GET /dags`` filters; ``search`` is the UI's box).
+
+    ``tags`` keeps a DAG with any of them (``tags_match_mode="all"``: with every one of them);
+    ``owners`` a DAG with any of them; ``last_run_state`` a DAG whose newest run is in it.
+    """
+
     paused: bool | None = None
     dag_id_pattern: str | None = None
     exclude_stale: bool = True
+    display_name_pattern: str | None = None
+    search: str | None = None
+    tags: Sequence[str] = ()
+    tags_match_mode: str = "any"
+    owners: Sequence[str] = ()
+    last_run_state: str | None = None
 
 
-_DAG_ORDER = {
-    "dag_id": DagModel.dag_id,
-    "dag_display_name": DagModel.dag_id,
-    "is_paused": DagModel.is_paused,
-    "last_parsed_time": DagModel.last_parsed_at,
-    "next_dagrun_run_after": DagModel.next_dagrun_after,
-}
+def _last_runs() -> Any:
+    """Each DAG's newest run (greatest id), read from ``ix_dag_run_dag_id_id``."""
+    newest = select(DagRun.dag_id, func.max(DagRun.id).label("id")).group_by(DagRun.dag_id)
+    newest_ids = newest.subquery("newest")
+    return (
+        select(newest_ids.c.dag_id, DagRun.state, DagRun.start_date)
+        .join(DagRun, DagRun.id == newest_ids.c.id)
+        .subquery("last_run")
+    )
 
 
-def _dags(where: DagFilter) -> Select[DagModel]:
+def _dag_order(last: Any) -> dict[str, Column]:
+    shown_name = func.coalesce(DagModel.display_name, DagModel.dag_id)
+    return {
+        "dag_id": DagModel.dag_id,
+        "dag_display_name": shown_name,
+        "is_paused": DagModel.is_paused,
+        "last_parsed_time": DagModel.last_parsed_at,
+        "next_dagrun": DagModel.next_dagrun_after,
+        "next_dagrun_run_after": DagModel.next_dagrun_after,
+        "last_run_state": last.c.state,
+        "last_run_start_date": last.c.start_date,
+    }
+
+
+def _tagged(tags: Sequence[str], mode: str) -> ColumnElement[bool] | None:
+    if not tags:
+        return None
+    having = select(DagTag.dag_id).where(DagTag.name.in_(list(tags))).group_by(DagTag.dag_id)
+    if mode == "all":
+        having = having.having(func.count(DagTag.name.distinct()) == len(set(tags)))
+    return DagModel.dag_id.in_(having)
+
+
+def _owned(owners: Sequence[str]) -> ColumnElement[bool] | None:
+    if not owners:
+        return None
+    return or_(*(DagModel.owners.contains(f",{o},", autoescape=True) for o in owners))
+
+
+def _searched(text: str | None) -> ColumnElement[bool] | None:
+    """The UI's search box: the id or the display name contains ``text``, in any case."""
+    if not text:
+        return None
+    return or_(
+        DagModel.dag_id.icontains(text, autoescape=True),
+        DagModel.display_name.icontains(text, autoescape=True),
+    )
+
+
+def _dags(where: DagFilter, last: Any = None) -> Select[DagModel]:
     # The structure is read through ``structure_of`` (once per version), never with the row: a
     # DAG of 5,000 tasks would decode its JSON on every list otherwise.
-    return (
-        select(DagModel)
-        .options(defer(DagModel.structure))
-        .where(
-            *present(
-                DagModel.is_paused.is_(where.paused) if where.paused is not None else None,
-                DagModel.is_active.is_(True) if where.exclude_stale else None,
-                contains(DagModel.dag_id, where.dag_id_pattern),
-            )
+    query = select(DagModel).options(defer(DagModel.structure))
+    if last is not None:
+        query = query.outerjoin(last, last.c.dag_id == DagModel.dag_id)
+    shown_name = func.coalesce(DagModel.display_name, DagModel.dag_id)
+    return query.where(
+        *present(
+            DagModel.is_paused.is_(where.paused) if where.paused is not None else None,
+            DagModel.is_active.is_(True) if where.exclude_stale else None,
+            contains(DagModel.dag_id, where.dag_id_pattern),
+            shown_name.icontains(where.display_name_pattern, autoescape=True)
+            if where.display_name_pattern
+            else None,
+            _searched(where.search),
+            _tagged(where.tags, where.tags_match_mode),
+            _owned(where.owners),
+            last.c.state == where.last_run_state
+            if last is not None and where.last_run_state
+            else None,
         )
     )
+
+
+_LAST_RUN_FIELDS = {"last_run_state", "last_run_start_date"}
 
 
 def list_dags(
     session: Session, page: Page, where: DagFilter = DagFilter()
 ) -> tuple[list[DagModel], int]:
-    rows, total = page_of(session, _dags(where), page, _DAG_ORDER, ["dag_id"])
+    """A page of DAGs and how many the filter keeps (two statements); each DAG's newest run
+    is joined only when the filter or the order asks for it."""
+    wants_last = where.last_run_state is not None or any(
+        field.removeprefix("-") in _LAST_RUN_FIELDS for field in page.order_by
+    )
+    last = _last_runs() if wants_last else None
+    order = _dag_order(last if last is not None else _last_runs())
+    query = _dags(where, last)
+    if page.order_by and not {"dag_id", "-dag_id"} & set(page.order_by):
+        page = replace(page, order_by=(*page.order_by, "dag_id"))  # pages never overlap on ties
+    rows, total = page_of(session, query, page, order, ["dag_id"])
     return [row[0] for row in rows], total
 
 

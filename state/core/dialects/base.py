@@ -161,6 +161,10 @@ class StoreDialect(HotStatements, Protocol):
         """The grouped rows' ``column`` as one list."""
         ...
 
+    def seconds_between(self, start: Any, end: Any) -> ColumnElement[float]:
+        """``end - start`` in seconds (a duration a browse filters by)."""
+        ...
+
     def notify_run_created(self, session: Session, channel: str) -> None:
         """Wake the schedulers listening on ``channel`` once the transaction commits."""
         ...

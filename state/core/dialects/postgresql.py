@@ -38,6 +38,7 @@ from sqlalchemy import (
     ColumnElement,
     Dialect,
     Engine,
+    Float,
     Insert,
     Integer,
     Row,
@@ -45,10 +46,12 @@ from sqlalchemy import (
     String,
     any_,
     bindparam,
+    cast,
     create_engine,
     event,
     exc,
     exists,
+    extract,
     func,
     literal,
     null,
@@ -188,6 +191,9 @@ class PostgreSQL(SqlStatements):
     def aggregate_list(self, column: Any) -> ColumnElement[Any]:
         # Measured: PostgreSQL's json_agg cost a grid more than its array_agg.
         return func.array_agg(column)
+
+    def seconds_between(self, start: Any, end: Any) -> ColumnElement[float]:
+        return cast(extract("epoch", end - start), Float)
 
     def notify_run_created(self, session: Session, channel: str) -> None:
         session.execute(text(f"NOTIFY {channel}"))

@@ -155,6 +155,10 @@ class SQLite(SqlStatements):
     def aggregate_list(self, column: Any) -> ColumnElement[Any]:
         return func.json_group_array(column, type_=JSON)
 
+    def seconds_between(self, start: Any, end: Any) -> ColumnElement[float]:
+        days: ColumnElement[float] = func.julianday(end) - func.julianday(start)
+        return days * 86400.0
+
     def notify_run_created(self, session: Session, channel: str) -> None:
         """Nothing: a scheduler on SQLite waits its whole interval (``state.engine.run_wake``)."""
 
