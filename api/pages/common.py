@@ -7,7 +7,7 @@ listing's total into the links ``partials/pager.html`` draws. A form that succee
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 from urllib.parse import urlencode
 
@@ -20,25 +20,34 @@ from state.core import Page
 
 @dataclass(frozen=True)
 class Pager:
-    """Page ``number`` (from 1) of ``total`` rows, ``limit`` a page, at ``path``."""
+    """Page ``number`` (from 1) of ``total`` rows, ``limit`` a page, at ``path``.
+
+    ``params`` are the URL's other query parameters (a browse's filters and order): a page's
+    links keep them. ``capped``: the listing stopped counting at ``total`` (there are more).
+    """
 
     path: str
     number: int
     limit: int
     total: int
+    params: tuple[tuple[str, str], ...] = ()
+    capped: bool = False
 
     @classmethod
     def of(cls, request: Request, limit: int) -> Pager:
         raw = request.query_params.get("page", "1")
         number = int(raw) if raw.isdigit() and int(raw) > 0 else 1
-        return cls(request.url.path, number, limit, 0)
+        params = tuple((k, v) for k, v in request.query_params.multi_items() if k != "page")
+        return cls(request.url.path, number, limit, 0, params)
 
     @property
     def page(self) -> Page:
         return Page(limit=self.limit, offset=(self.number - 1) * self.limit)
 
-    def counted(self, total: int) -> Pager:
-        return Pager(self.path, self.number, self.limit, total)
+    def counted(self, total: int, cap: int | None = None) -> Pager:
+        """This pager once the listing is counted (``cap``: it counted at most that many + 1)."""
+        capped = cap is not None and total > cap
+        return replace(self, total=min(total, cap) if cap is not None else total, capped=capped)
 
     @property
     def first(self) -> int:
@@ -57,7 +66,7 @@ class Pager:
         return self.number + 1 if self.number * self.limit < self.total else None
 
     def href(self, number: int) -> str:
-        return f"{self.path}?{urlencode({'page': number})}"
+        return f"{self.path}?{urlencode([*self.params, ('page', str(number))])}"
 
 
 def flash(request: Request, text: str, kind: Literal["ok", "error"] = "ok") -> None:

@@ -35,11 +35,11 @@ from tradewind.ids import InvalidId
 router = APIRouter()
 GRID_RUNS = 25
 MAX_GRID_RUNS = 100
-TABS = ("grid", "graph", "code", "details")
+TABS = ("grid", "graph", "code", "details")  # the Runs tab is api/pages/browse.py
 _MARKDOWN = MarkdownIt("commonmark", {"html": False})  # a DAG's doc is text, never raw HTML
 
 
-def _dag_or_404(session: DbSession, dag_id: str) -> DagModel:
+def dag_or_404(session: DbSession, dag_id: str) -> DagModel:
     model = get_dag(session, dag_id)
     if model is None:
         raise PageRefused(status.HTTP_404_NOT_FOUND, f"no DAG named {dag_id!r}")
@@ -94,7 +94,7 @@ def _source(model: DagModel) -> str | None:
         return None
 
 
-def _page_context(request: Request, model: DagModel, user: PageUser, tab: str) -> dict[str, Any]:
+def page_context(request: Request, model: DagModel, user: PageUser, tab: str) -> dict[str, Any]:
     structure = dag_view(model)
     return {
         "model": model,
@@ -109,10 +109,10 @@ def _page_context(request: Request, model: DagModel, user: PageUser, tab: str) -
 
 @router.get("/dags/{dag_id}", response_class=HTMLResponse)
 def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) -> Response:
-    model = _dag_or_404(session, dag_id)
+    model = dag_or_404(session, dag_id)
     tab = request.query_params.get("tab", "grid")
     tab = tab if tab in TABS else "grid"
-    context = _page_context(request, model, user, tab)
+    context = page_context(request, model, user, tab)
     if tab == "grid":
         context |= _grid_context(session, model, request)
     elif tab == "graph":
@@ -125,15 +125,15 @@ def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) 
 @router.get("/dags/{dag_id}/grid", response_class=HTMLResponse)
 def dag_grid(request: Request, dag_id: str, session: DbSession, _user: PageUser) -> Response:
     """The grid alone: what the page polls to follow its runs."""
-    model = _dag_or_404(session, dag_id)
+    model = dag_or_404(session, dag_id)
     context = _grid_context(session, model, request)
     return render(request, "partials/dag/grid.html", context)
 
 
 @router.get("/dags/{dag_id}/trigger", response_class=HTMLResponse)
 def trigger_page(request: Request, dag_id: str, session: DbSession, user: PageCanRun) -> Response:
-    model = _dag_or_404(session, dag_id)
-    context = _page_context(request, model, user, "trigger")
+    model = dag_or_404(session, dag_id)
+    context = page_context(request, model, user, "trigger")
     context |= {"fields": fields_of(dag_view(model)), "run_id": "", "form_error": None}
     return render(request, "pages/trigger.html", context)
 
@@ -142,7 +142,7 @@ def trigger_page(request: Request, dag_id: str, session: DbSession, user: PageCa
 async def trigger(
     request: Request, dag_id: str, session: DbSession, user: PageCanRun, _csrf: FormPost
 ) -> Response:
-    model = _dag_or_404(session, dag_id)
+    model = dag_or_404(session, dag_id)
     form = {key: value for key, value in (await request.form()).items() if isinstance(value, str)}
     submitted = read_form(dag_view(model), form)
     form_error = submitted.form_error
@@ -155,7 +155,7 @@ async def trigger(
             session.flush()
             flash(request, f"Triggered {dag_id}: run {run.run_id} is queued.")
             return back_to(f"/dags/{dag_id}")
-    context = _page_context(request, model, user, "trigger")
+    context = page_context(request, model, user, "trigger")
     context |= {
         "fields": fields_of(dag_view(model), submitted.posted, submitted.errors),
         "run_id": form.get(RUN_ID_FIELD, ""),

@@ -15,9 +15,11 @@ from state.core.faces import lazy_names
 if TYPE_CHECKING:
     from state.engine.backfills import (
         BackfillEnded,
+        BackfillPlan,
         BackfillRequest,
         BackfillView,
         InvalidBackfill,
+        backfill_run_id,
         cancel_backfill,
         create_backfill,
         get_backfill,
@@ -80,7 +82,9 @@ _MODULE_OF = {
     "trigger_run": "cross_dag",
     "MarkerDepthExceeded": "marker_clear",
     "BackfillEnded": "backfills",
+    "BackfillPlan": "backfills",
     "BackfillRequest": "backfills",
+    "backfill_run_id": "backfills",
     "BackfillView": "backfills",
     "ClaimUnavailable": "try_life",
     "Enqueue": "scheduling",
@@ -129,6 +133,7 @@ _MODULE_OF = {
 
 __all__ = [
     "BackfillEnded",
+    "BackfillPlan",
     "BackfillRequest",
     "BackfillView",
     "ClaimUnavailable",
@@ -146,6 +151,7 @@ __all__ = [
     "Skipped",
     "Succeeded",
     "UnknownDag",
+    "backfill_run_id",
     "beat",
     "cancel_backfill",
     "claim",

@@ -163,6 +163,13 @@ def list_dags(
     return [row[0] for row in rows], total
 
 
+def dag_tags(session: Session, limit: int = 500) -> list[str]:
+    """The tags the active DAGs carry, each once, by name (the DAG list's tag choices)."""
+    active = select(DagModel.dag_id).where(DagModel.is_active.is_(True))
+    query = select(DagTag.name).where(DagTag.dag_id.in_(active)).distinct().order_by(DagTag.name)
+    return list(session.scalars(query.limit(limit)))
+
+
 def all_dags(session: Session, where: DagFilter = DagFilter()) -> list[DagModel]:
     """Every DAG the filter keeps, by id, unpaged: what ``tradewind dags list`` prints."""
     return list(session.scalars(_dags(where).order_by(DagModel.dag_id)))

@@ -284,6 +284,7 @@ def upstream_states(
 
 
 _XCOM_ORDER = {
+    "id": XCom.id,
     "dag_id": XCom.dag_id,
     "task_id": XCom.task_id,
     "run_id": XCom.run_id,
