@@ -51,7 +51,8 @@ class Filters:
         return None if value is None else value == "true"
 
     def moment(self, name: str) -> dt.datetime | None:
-        """A date (``2026-12-04``) or a date and time, in UTC unless it names its zone."""
+        """A date (``2026-12-04``) or a date and time, in UTC unless it names its zone; a date
+        alone as the upper end of a range (``_lte``) is the end of that day."""
         raw = self.text(name)
         if raw is None:
             return None
@@ -62,6 +63,8 @@ class Filters:
                 f"{name}: {raw!r} is not a date (write 2026-12-04 or 2026-12-04T13:30)"
             )
             return None
+        if name.endswith("_lte") and len(raw) == len("2026-12-04"):
+            value += dt.timedelta(days=1, microseconds=-1)  # "to" a day: the whole day
         return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
     def span(self, name: str) -> Span:

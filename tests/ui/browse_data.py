@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import update
+from sqlalchemy import insert, update
 
 from state.core.db import session_scope
-from state.core.models import Asset, AssetEvent, DagAssetReference, DagRun, TaskInstance, XCom
+from state.core.models import (
+    Asset,
+    AssetEvent,
+    DagAssetReference,
+    DagModel,
+    DagRun,
+    DagTag,
+    TaskInstance,
+    XCom,
+)
 from tests.state.harness import Home
 
 DAY = dt.datetime(2026, 12, 1, 2, 0, tzinfo=dt.UTC)
@@ -33,7 +42,8 @@ def seed(home: Home) -> None:
         home.trigger(dag_id, run_id=run_id)
     with session_scope(home.url) as session:
         for number, (dag_id, run_id, kind, state, tasks) in enumerate(RUNS):
-            start = DAY + dt.timedelta(days=number // 2, hours=number)
+            day = dt.date.fromisoformat(run_id.split("__")[1])
+            start = dt.datetime.combine(day, DAY.timetz()) + dt.timedelta(minutes=number)
             running = state == "running"
             end = None if running else start + dt.timedelta(minutes=1)
             session.execute(
@@ -70,3 +80,23 @@ def seed(home: Home) -> None:
         session.add(DagAssetReference(dag_id="solo", reference="name:orders"))
         source = {"source_dag_id": "etl", "source_run_id": RUNS[0][1], "source_task_id": "load"}
         session.add(AssetEvent(asset_id=asset.id, extra={"rows": 6}, timestamp=DAY, **source))
+
+
+TEAMS = ("billing", "growth", "search", "ledger", "ops")
+
+
+def add_many_dags(home: Home, count: int) -> None:
+    """``count`` more DAGs (``{team}_{n:04d}``), stored as a sync stores them, in one go: a
+    DAG list of a few thousand DAGs without parsing a few thousand files."""
+    with session_scope(home.url) as session:
+        solo = session.get_one(DagModel, "solo")
+        rows, tags = [], []
+        for n in range(count):
+            team = TEAMS[n % len(TEAMS)]
+            dag_id = f"{team}_{n:04d}"
+            structure = dict(solo.structure, dag_id=dag_id, tags=[team])
+            rows.append({"dag_id": dag_id, "fileloc": solo.fileloc, "structure": structure,
+                         "version_hash": f"v{n}", "owners": ",airflow,"})  # fmt: skip
+            tags.append({"dag_id": dag_id, "name": team})
+        session.execute(insert(DagModel), rows)
+        session.execute(insert(DagTag), tags)
