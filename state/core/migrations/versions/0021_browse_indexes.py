@@ -43,7 +43,8 @@ def upgrade() -> None:
     op.create_index("ix_dag_tag_name", "dag_tag", ["name"])
     for name, (table, columns) in _INDEXES.items():
         op.create_index(name, table, columns)
-    _fill_facets()
+    if not op.get_context().as_sql:  # an SQL script has no rows to read: the next sync fills them
+        _fill_facets()
 
 
 def _fill_facets() -> None:
