@@ -135,6 +135,9 @@ class DagRun(Base):
         Index("ix_dag_run_state", "state"),
         # A DAG's newest run (the DAG list's last state and sort) and the Runs tab, newest first.
         Index("ix_dag_run_dag_id_id", "dag_id", "id"),
+        # The Runs browse sorted by start or logical date, across DAGs (api/pages/browse.py).
+        Index("ix_dag_run_start_date", "start_date"),
+        Index("ix_dag_run_logical_date", "logical_date"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -13,8 +13,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, func, or_, select
-from sqlalchemy.orm import Session, defer
+from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, func, or_, select
+from sqlalchemy.orm import Session, aliased, defer
 
 from state.core import (
     MAX_PAGE_LIMIT,
@@ -30,6 +30,7 @@ from state.core import (
     TaskInstance,
     TaskInstanceState,
     Variable,
+    ordering,
     page_of,
 )
 
@@ -69,14 +70,14 @@ class DagFilter:
 
 
 def _last_runs() -> Any:
-    """Each DAG's newest run (greatest id), read from ``ix_dag_run_dag_id_id``."""
-    newest = select(DagRun.dag_id, func.max(DagRun.id).label("id")).group_by(DagRun.dag_id)
-    newest_ids = newest.subquery("newest")
-    return (
-        select(newest_ids.c.dag_id, DagRun.state, DagRun.start_date)
-        .join(DagRun, DagRun.id == newest_ids.c.id)
-        .subquery("last_run")
-    )
+    """Each DAG's newest run (greatest id), joined to the DAG's row: one probe of
+    ``ix_dag_run_dag_id_id`` per DAG rather than a GROUP BY over every run."""
+    return aliased(DagRun, name="last_run")
+
+
+def _last_run_id() -> ScalarSelect[int]:
+    newest = select(DagRun.id).where(DagRun.dag_id == DagModel.dag_id)
+    return newest.order_by(DagRun.id.desc()).limit(1).correlate(DagModel).scalar_subquery()
 
 
 def _dag_order(last: Any) -> dict[str, Column]:
@@ -88,8 +89,8 @@ def _dag_order(last: Any) -> dict[str, Column]:
         "last_parsed_time": DagModel.last_parsed_at,
         "next_dagrun": DagModel.next_dagrun_after,
         "next_dagrun_run_after": DagModel.next_dagrun_after,
-        "last_run_state": last.c.state,
-        "last_run_start_date": last.c.start_date,
+        "last_run_state": last.state,
+        "last_run_start_date": last.start_date,
     }
 
 
@@ -123,7 +124,7 @@ def _dags(where: DagFilter, last: Any = None) -> Select[DagModel]:
     # DAG of 5,000 tasks would decode its JSON on every list otherwise.
     query = select(DagModel).options(defer(DagModel.structure))
     if last is not None:
-        query = query.outerjoin(last, last.c.dag_id == DagModel.dag_id)
+        query = query.outerjoin(last, last.id == _last_run_id())
     shown_name = func.coalesce(DagModel.display_name, DagModel.dag_id)
     return query.where(
         *present(
@@ -136,7 +137,7 @@ def _dags(where: DagFilter, last: Any = None) -> Select[DagModel]:
             _searched(where.search),
             _tagged(where.tags, where.tags_match_mode),
             _owned(where.owners),
-            last.c.state == where.last_run_state
+            last.state == where.last_run_state
             if last is not None and where.last_run_state
             else None,
         )
@@ -150,17 +151,22 @@ def list_dags(
     session: Session, page: Page, where: DagFilter = DagFilter()
 ) -> tuple[list[DagModel], int]:
     """A page of DAGs and how many the filter keeps (two statements); each DAG's newest run
-    is joined only when the filter or the order asks for it."""
-    wants_last = where.last_run_state is not None or any(
-        field.removeprefix("-") in _LAST_RUN_FIELDS for field in page.order_by
-    )
-    last = _last_runs() if wants_last else None
-    order = _dag_order(last if last is not None else _last_runs())
-    query = _dags(where, last)
+    is joined only when the filter or the order asks for it (the count: only the filter)."""
+    filtered = where.last_run_state is not None
+    ordered = any(field.removeprefix("-") in _LAST_RUN_FIELDS for field in page.order_by)
+    last = _last_runs()
     if page.order_by and not {"dag_id", "-dag_id"} & set(page.order_by):
         page = replace(page, order_by=(*page.order_by, "dag_id"))  # pages never overlap on ties
-    rows, total = page_of(session, query, page, order, ["dag_id"])
-    return [row[0] for row in rows], total
+    terms = ordering(page.order_by or ["dag_id"], _dag_order(last))
+    rows = session.scalars(
+        _dags(where, last if filtered or ordered else None)
+        .order_by(*terms)
+        .limit(page.bounded_limit)
+        .offset(max(page.offset, 0))
+    )
+    counted = _dags(where, last if filtered else None).order_by(None).subquery()
+    total = session.scalar(select(func.count()).select_from(counted))
+    return list(rows), int(total or 0)
 
 
 def dag_tags(session: Session, limit: int = 500) -> list[str]:

@@ -90,8 +90,14 @@ _RUN_ORDER = {
 
 
 def list_runs(
-    session: Session, dag_id: str, page: Page, where: RunFilter = RunFilter()
+    session: Session,
+    dag_id: str,
+    page: Page,
+    where: RunFilter = RunFilter(),
+    count_limit: int | None = None,
 ) -> tuple[list[DagRun], int]:
+    """A page of runs and how many match (up to ``count_limit`` + 1 when given: a browse of
+    100,000 runs says "1,000+" rather than count them each time)."""
     seconds = statements_of(session).seconds_between(DagRun.start_date, DagRun.end_date)
     conditions: list[ColumnElement[bool] | None] = [
         DagRun.dag_id == dag_id if dag_id != ANY else None,
@@ -109,9 +115,14 @@ def list_runs(
     query = select(DagRun).where(*[c for c in conditions if c is not None])
     fields = page.order_by or ("id",)
     if not {"id", "-id"} & set(fields):
-        page = replace(page, order_by=(*fields, "-id"))  # pages never overlap on ties
-    rows, total = page_of(session, query, page, {**_RUN_ORDER, "duration": seconds}, ["id"])
-    return [row[0] for row in rows], total
+        fields = (*fields, "-id")  # pages never overlap on ties
+    page = replace(page, order_by=fields)
+    terms = ordering(page.order_by, {**_RUN_ORDER, "duration": seconds})
+    rows = session.scalars(
+        query.order_by(*terms).limit(page.bounded_limit).offset(max(page.offset, 0))
+    )
+    ids = select(DagRun.id).where(*[c for c in conditions if c is not None])
+    return list(rows), _count(session, ids, count_limit)
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,11 @@ def test_filter_the_task_instances_to_one_dags_failed_tries(
     assert boxes.count() == 2
     assert "etl|scheduled__2026-12-02|load|-1" in [b.get_attribute("value") for b in boxes.all()]
     shoot(page, "task-instances-etl-failed")
-    page.click("th a.sort:has-text('Duration')")
-    assert "order_by=-duration" in page.url and "state=failed" in page.url
+    page.click("th a.sort:has-text('Start')")
+    assert "order_by=-start_date" in page.url and "state=failed" in page.url
+    assert _cells(page, "table.ti-browse tbody tr td:nth-child(4)")[0].startswith("extract")
+    page.click("th a.sort:has-text('Start')")
+    assert "order_by=start_date" in page.url
     assert _cells(page, "table.ti-browse tbody tr td:nth-child(4)")[0].startswith("load")
     page.click("tr[data-task-id=load] td:nth-child(4) a")
     page.wait_for_url("**/dags/etl/runs/scheduled__2026-12-02/tasks/load")

@@ -26,6 +26,8 @@ depends_on: str | Sequence[str] | None = None
 
 _INDEXES = {
     "ix_dag_run_dag_id_id": ("dag_run", ["dag_id", "id"]),
+    "ix_dag_run_start_date": ("dag_run", ["start_date"]),
+    "ix_dag_run_logical_date": ("dag_run", ["logical_date"]),
     "ix_task_instance_dag_state": ("task_instance", ["dag_id", "state", "id"]),
     "ix_task_instance_start_date": ("task_instance", ["start_date"]),
 }
