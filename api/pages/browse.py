@@ -103,8 +103,8 @@ def dag_runs_tab(request: Request, dag_id: str, session: DbSession, user: PageUs
     return render(request, "pages/dag_runs.html", context)
 
 
-def _ti_filter(filters: Filters) -> tuple[str, TIFilter]:
-    dag_id = filters.text("dag_id") or ANY
+def _ti_filter(filters: Filters) -> tuple[str, str, TIFilter]:
+    dag_id, run_id = filters.text("dag_id") or ANY, filters.text("run_id") or ANY
     where = TIFilter(
         task_id_pattern=filters.text("task_id_pattern"),
         states=filters.many("state", TI_STATES),
@@ -114,17 +114,17 @@ def _ti_filter(filters: Filters) -> tuple[str, TIFilter]:
         end_date=filters.span("end_date"),
         duration=filters.seconds("duration"),
     )
-    return dag_id, where
+    return dag_id, run_id, where
 
 
 @router.get("/task_instances", response_class=HTMLResponse)
 def task_instances_browse(request: Request, session: DbSession, _user: PageUser) -> Response:
     filters = Filters(request.query_params)
-    dag_id, where = _ti_filter(filters)
+    dag_id, run_id, where = _ti_filter(filters)
     order = Order.of(request.url.path, filters, TI_SORTS, "-id")
     pager = Pager.of(request, PAGE_SIZE)
     page = replace(pager.page_and_one, order_by=order.order_by)
-    rows, total = list_task_instances(session, dag_id, ANY, page, where, COUNT_CAP)
+    rows, total = list_task_instances(session, dag_id, run_id, page, where, COUNT_CAP)
     context = {
         "rows": rows[:PAGE_SIZE],
         "pager": pager.counted(total, COUNT_CAP, len(rows)),

@@ -34,6 +34,9 @@ def test_the_browses_list_and_link_what_the_store_holds(signed_in: Client, home:
     assert 'href="/dags/etl/runs/scheduled__2026-12-02/tasks/load"' in tis
     assert 'value="etl|scheduled__2026-12-02|load|-1"' in tis
     assert 'id="ti-selection"' in tis and 'name="csrf_token"' in tis
+    one_run = client.get("/task_instances?dag_id=etl&run_id=scheduled__2026-12-02").text
+    assert _rows(one_run, "ti-browse") == 3
+    assert 'href="/task_instances?dag_id=etl&amp;run_id=scheduled__2026-12-02"' in runs
     xcoms = client.get("/xcoms?dag_id=etl&task_id=extract").text
     assert _rows(xcoms, "xcoms") == 1 and "[1, 2, 3]" in xcoms
     assets = client.get("/assets").text
