@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Query
+from fastapi import Depends, HTTPException, Path, Query, status
 from pydantic import Field
 
 from state.core import MAX_PAGE_LIMIT, Page
@@ -85,10 +85,14 @@ def ti_dates(
 
 
 def aware(value: dt.datetime | None) -> dt.datetime | None:
-    """A date without a zone is taken as UTC (as Airflow's API reads one)."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=dt.UTC)
+    """The date in UTC; one without a zone is taken as UTC (as Airflow's API reads one)."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    except OverflowError:  # 0001-01-01 east of UTC: before the first UTC date there is
+        detail = f"{value.isoformat()} is out of range in UTC"
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail) from None
 
 
 RunDates = Annotated[RunFilter, Depends(run_dates)]

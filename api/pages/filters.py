@@ -63,9 +63,13 @@ class Filters:
                 f"{name}: {raw!r} is not a date (write 2026-12-04 or 2026-12-04T13:30)"
             )
             return None
-        if name.endswith("_lte") and len(raw) == len("2026-12-04"):
-            value += dt.timedelta(days=1, microseconds=-1)  # "to" a day: the whole day
-        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        try:
+            if name.endswith("_lte") and len(raw) == len("2026-12-04"):
+                value += dt.timedelta(days=1, microseconds=-1)  # "to" a day: the whole day
+            return value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        except OverflowError:  # 9999-12-31 as an end, 0001-01-01 east of UTC
+            self.errors.append(f"{name}: {raw!r} is out of range")
+            return None
 
     def span(self, name: str) -> Span:
         """``{name}_gte`` and ``{name}_lte`` as a range of dates."""

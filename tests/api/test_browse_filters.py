@@ -141,6 +141,9 @@ def test_task_instances_across_dags_by_dates_duration_and_names(
         "/api/v2/dags/~/dagRuns/~/taskInstances?duration_gte=-1", headers=as_role("viewer")
     )
     assert bad.status_code == 422
+    early = "/api/v2/dags/~/dagRuns?start_date_gte=0001-01-01T00:00:00%2B14:00"
+    reply = api.get(early, headers=as_role("viewer"))
+    assert reply.status_code == 422 and "out of range" in reply.json()["detail"]
 
 
 @pytest.fixture

@@ -68,6 +68,10 @@ def test_a_bad_filter_is_one_line_and_the_others_still_apply(signed_in: Client, 
     assert "state: &#39;melted&#39; is not one of" in reply.text
     assert "start_date_gte: &#39;monday&#39; is not a date" in reply.text
     assert _rows(reply.text, "ti-browse") == 3  # the failed ones, every DAG
+    far = client.get(
+        "/dag_runs?logical_date_lte=9999-12-31&start_date_gte=0001-01-01T00:00%2B14:00"
+    )
+    assert far.text.count("is out of range") == 1 and _rows(far.text, "runs-browse") == len(RUNS)
     sorted_badly = client.get("/dag_runs?order_by=colour").text
     assert "cannot sort by &#39;colour&#39;" in sorted_badly
     assert client.get("/dags/nope/runs").status_code == 404
