@@ -33,6 +33,7 @@ from state.views import (
 
 router = APIRouter()
 PAGE_SIZE = 50
+COUNT_CAP = 1_000  # XComs counted, then "1,000+" (as the browses of api/pages/browse.py)
 ANY = "~"
 XCOM_SORTS = ("id", "dag_id", "task_id", "run_id", "key")
 ASSET_SORTS = ("id", "name", "uri")
@@ -46,11 +47,11 @@ def xcoms_browse(request: Request, session: DbSession, _user: PageUser) -> Respo
     )
     order = Order.of(request.url.path, filters, XCOM_SORTS, "-id")
     pager = Pager.of(request, PAGE_SIZE)
-    page = replace(pager.page, order_by=order.order_by)
-    rows, total = list_xcoms(session, key, page, filters.text("key"))
+    page = replace(pager.page_and_one, order_by=order.order_by)
+    rows, total = list_xcoms(session, key, page, filters.text("key"), count_limit=COUNT_CAP)
     context = {
-        "rows": rows,
-        "pager": pager.counted(total),
+        "rows": rows[:PAGE_SIZE],
+        "pager": pager.counted(total, COUNT_CAP, len(rows)),
         "order": order,
         "filters": filters,
         "errors": filters.errors,

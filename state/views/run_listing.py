@@ -324,7 +324,10 @@ def list_xcoms(
     page: Page,
     xcom_key: str | None = None,
     all_map_indexes: bool = True,
+    count_limit: int | None = None,
 ) -> tuple[list[XComRow], int]:
+    """A page of XComs with their runs' dates, and how many match: exactly, or (with
+    ``count_limit``, the browse) counted over the XComs alone up to that many + 1."""
     conditions: list[ColumnElement[bool] | None] = [
         XCom.dag_id == key.dag_id if key.dag_id != ANY else None,
         XCom.run_id == key.run_id if key.run_id != ANY else None,
@@ -332,10 +335,18 @@ def list_xcoms(
         None if all_map_indexes else XCom.map_index == key.map_index,
         XCom.key == xcom_key if xcom_key is not None else None,
     ]
-    query = _xcom_query().where(*[c for c in conditions if c is not None])
+    present_conditions = [c for c in conditions if c is not None]
+    query = _xcom_query().where(*present_conditions)
     default = ["dag_id", "task_id", "run_id", "map_index", "key"]
-    rows, total = page_of(session, query, page, _XCOM_ORDER, default)
-    return [XComRow(row[0], row[1], row[2]) for row in rows], total
+    if count_limit is None:
+        rows, total = page_of(session, query, page, _XCOM_ORDER, default)
+        return [XComRow(row[0], row[1], row[2]) for row in rows], total
+    terms = ordering(page.order_by or default, _XCOM_ORDER)
+    page_rows = session.execute(
+        query.order_by(*terms).limit(page.bounded_limit).offset(max(page.offset, 0))
+    )
+    ids = select(XCom.id).where(*present_conditions)
+    return [XComRow(*row) for row in page_rows], _count(session, ids, count_limit)
 
 
 def get_xcom(session: Session, key: TIKey, xcom_key: str) -> XComRow:
