@@ -8,12 +8,13 @@ matches anywhere in the name (SQL ``LIKE``, ``%`` and ``_`` escaped), as Airflow
 
 from __future__ import annotations
 
+import datetime as dt
 import zlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, func, or_, select
+from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, func, literal, or_, select
 from sqlalchemy.orm import Session, aliased, defer
 
 from state.core import (
@@ -69,6 +70,9 @@ class DagFilter:
     last_run_state: str | None = None
 
 
+_NEVER = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
 def _last_runs() -> Any:
     """Each DAG's newest run (greatest id), joined to the DAG's row: one probe of
     ``ix_dag_run_dag_id_id`` per DAG rather than a GROUP BY over every run."""
@@ -90,7 +94,10 @@ def _dag_order(last: Any) -> dict[str, Column]:
         "next_dagrun": DagModel.next_dagrun_after,
         "next_dagrun_run_after": DagModel.next_dagrun_after,
         "last_run_state": last.state,
-        "last_run_start_date": last.start_date,
+        # A DAG never run sorts as the oldest on every dialect (PostgreSQL puts NULL last).
+        "last_run_start_date": func.coalesce(
+            last.start_date, literal(_NEVER, DagRun.start_date.type)
+        ),
     }
 
 
