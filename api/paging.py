@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import datetime as dt
+from typing import Annotated, Any
 
-from fastapi import Depends, Path, Query
+from fastapi import Depends, HTTPException, Path, Query, status
 from pydantic import Field
 
 from state.core import MAX_PAGE_LIMIT, Page
+from state.views import NO_SPAN, RunFilter, Span, TIFilter
 
 
 def page_params(
@@ -34,3 +36,64 @@ TryNumberPath = Annotated[int, Path(ge=1, le=MAX_SQL_INT)]
 IntsQuery = Annotated[list[Annotated[int, _Bounded]] | None, Query()]
 IdPath = Annotated[int, Path(ge=0, le=MAX_SQL_INT)]
 IdQuery = Annotated[int | None, Query(ge=0, le=MAX_SQL_INT)]
+
+
+def _span(gte: Any, lte: Any) -> Span:
+    return Span(gte, lte) if gte is not None or lte is not None else NO_SPAN
+
+
+Seconds = Annotated[float | None, Query(ge=0, le=10**9)]
+
+
+def run_dates(
+    start_date_gte: dt.datetime | None = None,
+    start_date_lte: dt.datetime | None = None,
+    end_date_gte: dt.datetime | None = None,
+    end_date_lte: dt.datetime | None = None,
+    run_after_gte: dt.datetime | None = None,
+    run_after_lte: dt.datetime | None = None,
+    logical_date_gte: dt.datetime | None = None,
+    logical_date_lte: dt.datetime | None = None,
+    duration_gte: Seconds = None,
+    duration_lte: Seconds = None,
+) -> RunFilter:
+    """The date and duration ranges of Airflow's run list (``_gte``/``_lte``, seconds)."""
+    return RunFilter(
+        logical_date_gte=aware(logical_date_gte),
+        logical_date_lte=aware(logical_date_lte),
+        start_date=_span(aware(start_date_gte), aware(start_date_lte)),
+        end_date=_span(aware(end_date_gte), aware(end_date_lte)),
+        run_after=_span(aware(run_after_gte), aware(run_after_lte)),
+        duration=_span(duration_gte, duration_lte),
+    )
+
+
+def ti_dates(
+    start_date_gte: dt.datetime | None = None,
+    start_date_lte: dt.datetime | None = None,
+    end_date_gte: dt.datetime | None = None,
+    end_date_lte: dt.datetime | None = None,
+    duration_gte: Seconds = None,
+    duration_lte: Seconds = None,
+) -> TIFilter:
+    """The date and duration ranges of Airflow's task-instance list."""
+    return TIFilter(
+        start_date=_span(aware(start_date_gte), aware(start_date_lte)),
+        end_date=_span(aware(end_date_gte), aware(end_date_lte)),
+        duration=_span(duration_gte, duration_lte),
+    )
+
+
+def aware(value: dt.datetime | None) -> dt.datetime | None:
+    """The date in UTC; one without a zone is taken as UTC (as Airflow's API reads one)."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    except OverflowError:  # 0001-01-01 east of UTC: before the first UTC date there is
+        detail = f"{value.isoformat()} is out of range in UTC"
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail) from None
+
+
+RunDates = Annotated[RunFilter, Depends(run_dates)]
+TIDates = Annotated[TIFilter, Depends(ti_dates)]

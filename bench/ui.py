@@ -9,9 +9,11 @@ FastAPI's test client, signed in as a browser is, in turn with its small case; t
 p50 and p95 latency, each divided by the same page for the small case, and the SQL statements
 per request.
 
-    python bench/ui.py [--n 40]
+    python bench/ui.py [--n 40] [--only pages|browse]
 
-Prints a table and writes bench/results/ui.json.
+Prints a table and writes bench/results/ui.json; ``--only browse`` (or no ``--only``) also
+measures the browses of issue 27 on a store of 1,000,000 task instances against an empty one
+(bench/ui_browse.py, bench/results/ui_browse.json).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from sqlalchemy import event, text, update
@@ -123,6 +125,35 @@ def statements(url: str) -> Iterator[list[str]]:
         event.remove(engine, "before_cursor_execute", count)
 
 
+def measure_clients(
+    clients: list[tuple[TestClient, str]], path: str, n: int
+) -> list[dict[str, float]]:
+    """``path`` ``n`` times on each (client, store URL), their requests taken in turn."""
+    seen: list[list[str]] = []
+    for client, url in clients:
+        client.get(path)  # warm
+        with statements(url) as one:
+            reply = client.get(path)
+        assert reply.status_code == 200, (path, reply.status_code, reply.text[:300])
+        seen.append(one)
+    times: list[list[float]] = [[] for _ in clients]
+    for _ in range(n):
+        for index, (client, _url) in enumerate(clients):
+            start = time.perf_counter()
+            client.get(path)
+            times[index].append(time.perf_counter() - start)
+    return [_figures(taken, one) for taken, one in zip(times, seen, strict=True)]
+
+
+def _figures(taken: list[float], seen: list[str]) -> dict[str, float]:
+    taken.sort()
+    return {
+        "p50_ms": 1000 * statistics.median(taken),
+        "p95_ms": 1000 * taken[int(0.95 * (len(taken) - 1))],
+        "statements": len(seen),
+    }
+
+
 def measure(client: TestClient, url: str, path: str, n: int) -> dict[str, float]:
     return measure_pair(client, url, (path,), n)[0]
 
@@ -145,17 +176,7 @@ def measure_pair(
             start = time.perf_counter()
             client.get(path)
             times[index].append(time.perf_counter() - start)
-    figures = []
-    for taken, one in zip(times, seen, strict=True):
-        taken.sort()
-        figures.append(
-            {
-                "p50_ms": 1000 * statistics.median(taken),
-                "p95_ms": 1000 * taken[int(0.95 * (len(taken) - 1))],
-                "statements": len(one),
-            }
-        )
-    return figures
+    return [_figures(taken, one) for taken, one in zip(times, seen, strict=True)]
 
 
 def _set(url: str, dag_id: str, run_id: str, task_id: str, **values: object) -> None:
@@ -239,7 +260,48 @@ PAGES = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="requests per page (default 40)")
+    parser.add_argument(
+        "--only",
+        choices=("pages", "browse"),
+        help="pages: the run, task and grid pages; browse: the browses on 1,000,000 task "
+        "instances (bench/ui_browse.py); both when not given",
+    )
     args = parser.parse_args()
+    if args.only != "browse":
+        pages(args.n)
+    if args.only != "pages":
+        browse(args.n)
+
+
+def browse(n: int) -> None:
+    """The browses on a large store and an empty one (bench/ui_browse.py)."""
+    import ui_browse
+
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+
+        def make_store(stack: ExitStack, prefix: str) -> tuple[TestClient, str]:
+            url = stack.enter_context(bench_database(prefix))
+            dags = Path(tmp) / prefix
+            dags.mkdir()
+            os.environ.update(
+                TRADEWIND_HOME=f"{tmp}/{prefix}home", TRADEWIND_DAGS_FOLDER=str(dags),
+                TRADEWIND_DATABASE_URL=url,
+            )  # fmt: skip
+            settings = reload_settings()
+            upgrade(url)
+            (dags / "bench.py").write_text(DAGS)
+            with session_scope(url) as session:
+                sync_dags(session, dags)
+                create_user(session, "admin", hash_password(PASSWORD), Role.ADMIN)
+            client = stack.enter_context(TestClient(create_app(settings)))
+            sign_in(client)
+            return client, url
+
+        _report(ui_browse.bench(stack, make_store, n), "ui_browse.json")
+
+
+def pages(n: int) -> None:
+    """The run, task and grid pages against their small case (issue 13)."""
     results: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory() as tmp, bench_database("ui_") as url:
         dags = Path(tmp) / "dags"
@@ -258,27 +320,27 @@ def main() -> None:
         with TestClient(create_app(settings)) as client:
             sign_in(client)
             small_list = {
-                "page": measure(client, url, "/dags", args.n),
-                "api": measure(client, url, "/api/v2/dags?limit=100", args.n),
+                "page": measure(client, url, "/dags", n),
+                "api": measure(client, url, "/api/v2/dags?limit=100", n),
             }
             for name, (large, small) in PAGES.items():
                 if client.get(large).status_code != 200:
                     results[name] = {"skipped": f"{large} answers {client.get(large).status_code}"}
                     continue
-                results[name] = _ratio(*measure_pair(client, url, (large, small), args.n))
+                results[name] = ratio(*measure_pair(client, url, (large, small), n))
             (dags / "many.py").write_text(MANY_DAGS)
             with session_scope(url) as session:
                 sync_dags(session, dags)
-            results["DAG list page, 500 DAGs"] = _ratio(
-                measure(client, url, "/dags", args.n), small_list["page"]
+            results["DAG list page, 500 DAGs"] = ratio(
+                measure(client, url, "/dags", n), small_list["page"]
             )
-            results["API DAG list, 500 DAGs"] = _ratio(
-                measure(client, url, "/api/v2/dags?limit=100", args.n), small_list["api"]
+            results["API DAG list, 500 DAGs"] = ratio(
+                measure(client, url, "/api/v2/dags?limit=100", n), small_list["api"]
             )
-    _report(results)
+    _report(results, "ui.json")
 
 
-def _ratio(large: dict[str, float], small: dict[str, float]) -> dict[str, object]:
+def ratio(large: dict[str, float], small: dict[str, float]) -> dict[str, object]:
     return {
         **large,
         "small_p50_ms": small["p50_ms"],
@@ -288,7 +350,7 @@ def _ratio(large: dict[str, float], small: dict[str, float]) -> dict[str, object
     }
 
 
-def _report(results: dict[str, dict[str, object]]) -> None:
+def _report(results: dict[str, dict[str, object]], name: str) -> None:
     print(f"{'':34} {'p50 ms':>8} {'p95 ms':>8} {'x small p50':>11} {'x p95':>6} {'stmts':>5}")
     for name, row in results.items():
         if "skipped" in row:
@@ -298,9 +360,10 @@ def _report(results: dict[str, dict[str, object]]) -> None:
             f"{name:34} {row['p50_ms']:8.1f} {row['p95_ms']:8.1f} {row['p50_ratio']:11.2f}"
             f" {row['p95_ratio']:6.2f} {row['statements']:5d}"
         )
-    out = ROOT / "bench" / "results" / "ui.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"written {out}")
+    if name == "ui.json":  # ui_browse.json is written with what was loaded
+        out = ROOT / "bench" / "results" / name
+        out.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"written {out}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from state.core import (
     utcnow,
 )
 from state.engine import ensure_pool, pool_names
+from state.records import store_facets
 from tradewind.dag_processor import DagFolder, StoredDag
 
 #: Structure keys whose change makes the next scheduled run be computed afresh.
@@ -60,9 +61,13 @@ def sync_dags(session: Session, folder: Path) -> SyncResult:
     result.warnings = {path: bag.warning_line(path) or "" for path in bag.spellings}
     existing = {model.dag_id: model for model in session.scalars(select(DagModel))}
     for dag_id in sorted(dags):
-        if _store_dag(session, existing.get(dag_id), dags[dag_id]):
+        model = existing.get(dag_id)
+        if _store_dag(session, model, dags[dag_id]):
             sync_dag_assets(session, dag_id, dags[dag_id].structure)
+            store_facets(session, dag_id, dags[dag_id].structure)
             result.changed.append(dag_id)
+        elif model is not None and model.owners is None:  # migrated by an SQL script
+            store_facets(session, dag_id, dags[dag_id].structure)
     kept_as_was = set(errors) | set(refused)
     for dag_id in sorted(existing):
         model = existing[dag_id]

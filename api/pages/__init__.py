@@ -10,10 +10,24 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.pages import dag, dags, events, gantt, home, resources, runs, task_instances, users
+from api.pages import (
+    backfills,
+    browse,
+    catalog,
+    dag,
+    dags,
+    events,
+    gantt,
+    home,
+    resources,
+    runs,
+    task_instances,
+    users,
+)
 
 router = APIRouter(include_in_schema=False)
-for _module in (home, dags, dag, gantt, runs, task_instances, resources, users, events):
+_PAGES = (home, dags, dag, gantt, runs, task_instances, browse, catalog, backfills, resources)
+for _module in (*_PAGES, users, events):
     router.include_router(_module.router)
 
 __all__ = ["router"]

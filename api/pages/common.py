@@ -7,7 +7,7 @@ listing's total into the links ``partials/pager.html`` draws. A form that succee
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 from urllib.parse import urlencode
 
@@ -20,32 +20,57 @@ from state.core import Page
 
 @dataclass(frozen=True)
 class Pager:
-    """Page ``number`` (from 1) of ``total`` rows, ``limit`` a page, at ``path``."""
+    """Page ``number`` (from 1) of ``total`` rows, ``limit`` a page, at ``path``.
+
+    ``params`` are the URL's other query parameters (a browse's filters and order): a page's
+    links keep them. ``capped``: the listing stopped counting at ``total`` (there are more);
+    such a listing reads one row past its page (``more``) to know whether a next page exists.
+    """
 
     path: str
     number: int
     limit: int
     total: int
+    params: tuple[tuple[str, str], ...] = ()
+    capped: bool = False
+    shown: int | None = None
 
     @classmethod
     def of(cls, request: Request, limit: int) -> Pager:
         raw = request.query_params.get("page", "1")
         number = int(raw) if raw.isdigit() and int(raw) > 0 else 1
-        return cls(request.url.path, number, limit, 0)
+        params = tuple((k, v) for k, v in request.query_params.multi_items() if k != "page")
+        return cls(request.url.path, number, limit, 0, params)
 
     @property
     def page(self) -> Page:
         return Page(limit=self.limit, offset=(self.number - 1) * self.limit)
 
-    def counted(self, total: int) -> Pager:
-        return Pager(self.path, self.number, self.limit, total)
+    @property
+    def page_and_one(self) -> Page:
+        """The page and the first row after it (whether there is a next page)."""
+        return Page(limit=self.limit + 1, offset=(self.number - 1) * self.limit)
+
+    def counted(self, total: int, cap: int | None = None, shown: int | None = None) -> Pager:
+        """This pager once the listing is counted: ``cap``, it counted at most that many + 1;
+        ``shown``, the rows read for the page with ``page_and_one``."""
+        capped = cap is not None and total > cap
+        total = min(total, cap) if cap is not None else total
+        return replace(self, total=total, capped=capped, shown=shown)
+
+    @property
+    def more(self) -> bool:
+        return self.shown is not None and self.shown > self.limit
 
     @property
     def first(self) -> int:
-        return min(self.total, (self.number - 1) * self.limit + 1)
+        first = (self.number - 1) * self.limit + 1
+        return first if self.capped else min(self.total, first)
 
     @property
     def last(self) -> int:
+        if self.shown is not None:
+            return self.first + min(self.shown, self.limit) - 1
         return min(self.total, self.number * self.limit)
 
     @property
@@ -54,10 +79,16 @@ class Pager:
 
     @property
     def next(self) -> int | None:
-        return self.number + 1 if self.number * self.limit < self.total else None
+        more = self.more if self.capped else self.number * self.limit < self.total
+        return self.number + 1 if more else None
+
+    @property
+    def beyond_count(self) -> bool:
+        """A page past what a capped listing counted: its rows are shown, their total not."""
+        return self.capped and self.number * self.limit > self.total
 
     def href(self, number: int) -> str:
-        return f"{self.path}?{urlencode({'page': number})}"
+        return f"{self.path}?{urlencode([*self.params, ('page', str(number))])}"
 
 
 def flash(request: Request, text: str, kind: Literal["ok", "error"] = "ok") -> None:

@@ -44,7 +44,7 @@ CALENDAR_WEEKS = 53
 _MARKDOWN = MarkdownIt("commonmark", {"html": False})  # a DAG's doc is text, never raw HTML
 
 
-def _dag_or_404(session: DbSession, dag_id: str) -> DagModel:
+def dag_or_404(session: DbSession, dag_id: str) -> DagModel:
     model = get_dag(session, dag_id)
     if model is None:
         raise PageRefused(status.HTTP_404_NOT_FOUND, f"no DAG named {dag_id!r}")
@@ -177,7 +177,7 @@ def _source(model: DagModel) -> str | None:
         return None
 
 
-def _page_context(request: Request, model: DagModel, user: PageUser, tab: str) -> dict[str, Any]:
+def page_context(request: Request, model: DagModel, user: PageUser, tab: str) -> dict[str, Any]:
     structure = dag_view(model)
     return {
         "model": model,
@@ -192,10 +192,10 @@ def _page_context(request: Request, model: DagModel, user: PageUser, tab: str) -
 
 @router.get("/dags/{dag_id}", response_class=HTMLResponse)
 def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) -> Response:
-    model = _dag_or_404(session, dag_id)
+    model = dag_or_404(session, dag_id)
     tab = request.query_params.get("tab", "grid")
     tab = tab if tab in TABS else "grid"
-    context = _page_context(request, model, user, tab)
+    context = page_context(request, model, user, tab)
     if tab == "grid":
         context |= _grid_context(session, model, request)
     elif tab == "graph":
@@ -212,15 +212,15 @@ def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) 
 @router.get("/dags/{dag_id}/grid", response_class=HTMLResponse)
 def dag_grid(request: Request, dag_id: str, session: DbSession, _user: PageUser) -> Response:
     """The grid alone: what the page polls to follow its runs."""
-    model = _dag_or_404(session, dag_id)
+    model = dag_or_404(session, dag_id)
     context = _grid_context(session, model, request)
     return render(request, "partials/dag/grid.html", context)
 
 
 @router.get("/dags/{dag_id}/trigger", response_class=HTMLResponse)
 def trigger_page(request: Request, dag_id: str, session: DbSession, user: PageCanRun) -> Response:
-    model = _dag_or_404(session, dag_id)
-    context = _page_context(request, model, user, "trigger")
+    model = dag_or_404(session, dag_id)
+    context = page_context(request, model, user, "trigger")
     context |= {"fields": fields_of(dag_view(model)), "run_id": "", "form_error": None}
     return render(request, "pages/trigger.html", context)
 
@@ -234,7 +234,7 @@ async def trigger(
     who: PageActingRunner,
     _csrf: FormPost,
 ) -> Response:
-    model = _dag_or_404(session, dag_id)
+    model = dag_or_404(session, dag_id)
     form = {key: value for key, value in (await request.form()).items() if isinstance(value, str)}
     submitted = read_form(dag_view(model), form)
     form_error = submitted.form_error
@@ -257,7 +257,7 @@ async def trigger(
             record_event(session, who, "trigger_dag_run", about_run(run), extra)
             flash(request, f"Triggered {dag_id}: run {run.run_id} is queued.")
             return back_to(f"/dags/{dag_id}")
-    context = _page_context(request, model, user, "trigger")
+    context = page_context(request, model, user, "trigger")
     context |= {
         "fields": fields_of(dag_view(model), submitted.posted, submitted.errors),
         "run_id": form.get(RUN_ID_FIELD, ""),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
@@ -17,13 +18,13 @@ from api.models.dag_runs import (
     dag_run_response,
 )
 from api.models.task_instances import TaskInstanceCollectionResponse, ti_response
-from api.paging import Paging
+from api.paging import Paging, RunDates
 from api.routes.clearing import FAILED, tasks_to_clear
 from api.structure import check_conf
 from state.core import CLEARABLE, MAX_PAGE_LIMIT, DagRunState, Page
 from state.engine import clear_task_instances, create_run, get_dag_model
 from state.records import delete_run, mark_run_state, record_event, set_run_note
-from state.views import RunFilter, TIFilter, get_run, list_runs, list_task_instances
+from state.views import TIFilter, get_run, list_runs, list_task_instances
 
 router = APIRouter(prefix="/dags/{dag_id}/dagRuns", tags=["DagRun"])
 
@@ -37,13 +38,21 @@ def get_dag_runs(
     _: CanRead,
     session: DbSession,
     page: Paging,
+    dates: RunDates,
     state: Annotated[list[DagRunState] | None, Query()] = None,
     run_type: Annotated[list[str] | None, Query()] = None,
     run_id_pattern: str | None = None,
+    dag_id_pattern: str | None = None,
 ) -> DAGRunCollectionResponse:
     if dag_id != "~":
         get_dag_model(session, dag_id)
-    where = RunFilter(states=state or (), run_types=run_type or (), run_id_pattern=run_id_pattern)
+    where = replace(
+        dates,
+        states=state or (),
+        run_types=run_type or (),
+        run_id_pattern=run_id_pattern,
+        dag_id_pattern=dag_id_pattern,
+    )
     runs, total = list_runs(session, dag_id, page, where)
     return DAGRunCollectionResponse(
         dag_runs=[dag_run_response(run) for run in runs], total_entries=total

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from sqlalchemy.orm import Session
@@ -27,6 +27,9 @@ from state.views import DagFilter, count_runs_by_state, files_with_import_errors
 router = APIRouter(prefix="/dags", tags=["DAG"])
 
 
+TagsMatch = Literal["any", "all"]
+
+
 @router.get("")
 def get_dags(
     _: CanRead,
@@ -34,9 +37,23 @@ def get_dags(
     page: Paging,
     paused: bool | None = None,
     dag_id_pattern: str | None = None,
+    dag_display_name_pattern: str | None = None,
     exclude_stale: bool = True,
+    tags: Annotated[list[str] | None, Query()] = None,
+    tags_match_mode: TagsMatch | None = None,
+    owners: Annotated[list[str] | None, Query()] = None,
+    last_dag_run_state: DagRunState | None = None,
 ) -> DAGCollectionResponse:
-    where = DagFilter(paused=paused, dag_id_pattern=dag_id_pattern, exclude_stale=exclude_stale)
+    where = DagFilter(
+        paused=paused,
+        dag_id_pattern=dag_id_pattern,
+        display_name_pattern=dag_display_name_pattern,
+        exclude_stale=exclude_stale,
+        tags=tags or (),
+        tags_match_mode=tags_match_mode or "any",
+        owners=owners or (),
+        last_run_state=last_dag_run_state,
+    )
     models, total = list_dags(session, page, where)
     broken = files_with_import_errors(session, {model.fileloc for model in models})
     dags = [dag_response(m, dag_view(m), m.fileloc in broken) for m in models]

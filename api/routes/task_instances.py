@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -15,7 +16,7 @@ from api.models.task_instances import (
     ti_response,
     try_response,
 )
-from api.paging import IntsQuery, MapIndexPath, MapIndexQuery, Paging, TryNumberPath
+from api.paging import IntsQuery, MapIndexPath, MapIndexQuery, Paging, TIDates, TryNumberPath
 from state.core import NotFound
 from state.engine import get_dag_model
 from state.records import TIKey, tries_of
@@ -34,18 +35,24 @@ def get_task_instances(
     _: CanRead,
     session: DbSession,
     page: Paging,
+    dates: TIDates,
     task_id: str | None = None,
     state: ListQuery = None,
     pool: ListQuery = None,
     queue: ListQuery = None,
     try_number: IntsQuery = None,
     map_index: IntsQuery = None,
+    dag_id_pattern: str | None = None,
+    task_display_name_pattern: str | None = None,
 ) -> TaskInstanceCollectionResponse:
     if dag_id != "~":
         get_dag_model(session, dag_id)
     if dag_run_id != "~":
         get_run(session, dag_id, dag_run_id)
-    where = TIFilter(
+    where = replace(
+        dates,
+        dag_id_pattern=dag_id_pattern,
+        task_id_pattern=task_display_name_pattern,
         task_id=task_id,
         states=state or (),
         pools=pool or (),

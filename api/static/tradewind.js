@@ -69,3 +69,22 @@ document.addEventListener("submit", function (event) {
   const question = event.target.dataset ? event.target.dataset.confirm : undefined;
   if (question && !window.confirm(question)) event.preventDefault();
 });
+
+// A browse's filter form (form.filters, sent by GET) leaves its empty fields out of the URL, so
+// a filtered list's link names only the filters it has.
+(function () {
+  "use strict";
+  document.addEventListener("submit", function (event) {
+    const form = event.target;
+    if (!form.matches || !form.matches("form.filters")) { return; }
+    form.querySelectorAll("input, select").forEach(function (field) {
+      if (field.name && !field.multiple && field.value === "") { field.disabled = true; }
+    });
+  });
+  // Back to a page whose fields were disabled on leaving (the browser's cache): enable them.
+  window.addEventListener("pageshow", function () {
+    document.querySelectorAll("form.filters [disabled]").forEach(function (field) {
+      field.disabled = false;
+    });
+  });
+})();

@@ -15,9 +15,11 @@ from state.core.faces import lazy_names
 if TYPE_CHECKING:
     from state.engine.backfills import (
         BackfillEnded,
+        BackfillPlan,
         BackfillRequest,
         BackfillView,
         InvalidBackfill,
+        backfill_run_id,
         cancel_backfill,
         create_backfill,
         get_backfill,
@@ -117,7 +119,9 @@ _MODULE_OF = {
     "trigger_run": "cross_dag",
     "MarkerDepthExceeded": "marker_clear",
     "BackfillEnded": "backfills",
+    "BackfillPlan": "backfills",
     "BackfillRequest": "backfills",
+    "backfill_run_id": "backfills",
     "BackfillView": "backfills",
     "ClaimUnavailable": "try_life",
     "Enqueue": "scheduling",
@@ -168,6 +172,7 @@ _MODULE_OF = {
 __all__ = [
     "TRIGGERED_BY_RUN_TYPE",
     "BackfillEnded",
+    "BackfillPlan",
     "BackfillRequest",
     "BackfillView",
     "ClaimUnavailable",
@@ -191,6 +196,7 @@ __all__ = [
     "TriggerOutcome",
     "UnknownDag",
     "add_trigger",
+    "backfill_run_id",
     "beat",
     "beat_triggers",
     "cancel_backfill",

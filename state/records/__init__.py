@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         set_variable,
         variable_keys,
     )
+    from state.records.dag_facets import store_facets
     from state.records.dags import NoSuchDag, set_paused
     from state.records.events import TRIGGERED_BY, About, Actor, Origin, record_event
     from state.records.history import (
@@ -245,6 +246,7 @@ _MODULE_OF = {
     "revoke_tokens": "users",
     "set_password_hash": "users",
     "set_paused": "dags",
+    "store_facets": "dag_facets",
     "set_role": "users",
     "set_state_value": "marking",
     "set_variable": "connections",
@@ -364,6 +366,7 @@ __all__ = [
     "set_state_value",
     "set_ti_note",
     "set_variable",
+    "store_facets",
     "sync_references",
     "this_host",
     "tries_of",

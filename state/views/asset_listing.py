@@ -160,6 +160,18 @@ def _last_events(session: Session, ids: Sequence[int]) -> dict[int, tuple[int, d
     return {asset_id: (event_id, at) for asset_id, event_id, at in rows}
 
 
+def asset_producers(session: Session, asset_id: int, limit: int = 50) -> list[str]:
+    """The DAGs whose tasks have updated the asset (from its events), each once, by id."""
+    query = (
+        select(AssetEvent.source_dag_id)
+        .where(AssetEvent.asset_id == asset_id, AssetEvent.source_dag_id.is_not(None))
+        .distinct()
+        .order_by(AssetEvent.source_dag_id)
+        .limit(limit)
+    )
+    return [dag_id for dag_id in session.scalars(query) if dag_id is not None]
+
+
 def list_aliases_page(
     session: Session, page: Page, name_pattern: str | None, name_prefix: str | None
 ) -> tuple[list[AssetAlias], int]:

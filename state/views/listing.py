@@ -8,13 +8,14 @@ matches anywhere in the name (SQL ``LIKE``, ``%`` and ``_`` escaped), as Airflow
 
 from __future__ import annotations
 
+import datetime as dt
 import zlib
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, func, select
-from sqlalchemy.orm import Session, defer
+from sqlalchemy import ColumnElement, Row, ScalarSelect, Select, func, literal, or_, select
+from sqlalchemy.orm import Session, aliased, defer
 
 from state.core import (
     MAX_PAGE_LIMIT,
@@ -24,11 +25,13 @@ from state.core import (
     DagModel,
     DagRun,
     DagRunState,
+    DagTag,
     Page,
     Pool,
     TaskInstance,
     TaskInstanceState,
     Variable,
+    ordering,
     page_of,
 )
 
@@ -50,41 +53,134 @@ def present(*conditions: ColumnElement[bool] | None) -> list[ColumnElement[bool]
 
 @dataclass(frozen=True)
 class DagFilter:
+    """Which DAGs a list keeps (Airflow's ``GET /dags`` filters; ``search`` is the UI's box).
+
+    ``tags`` keeps a DAG with any of them (``tags_match_mode="all"``: with every one of them);
+    ``owners`` a DAG with any of them; ``last_run_state`` a DAG whose newest run is in it.
+    """
+
     paused: bool | None = None
     dag_id_pattern: str | None = None
     exclude_stale: bool = True
+    display_name_pattern: str | None = None
+    search: str | None = None
+    tags: Sequence[str] = ()
+    tags_match_mode: str = "any"
+    owners: Sequence[str] = ()
+    last_run_state: str | None = None
 
 
-_DAG_ORDER = {
-    "dag_id": DagModel.dag_id,
-    "dag_display_name": DagModel.dag_id,
-    "is_paused": DagModel.is_paused,
-    "last_parsed_time": DagModel.last_parsed_at,
-    "next_dagrun_run_after": DagModel.next_dagrun_after,
-}
+_NEVER = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
-def _dags(where: DagFilter) -> Select[DagModel]:
+def _last_runs() -> Any:
+    """Each DAG's newest run (greatest id), joined to the DAG's row: one probe of
+    ``ix_dag_run_dag_id_id`` per DAG rather than a GROUP BY over every run."""
+    return aliased(DagRun, name="last_run")
+
+
+def _last_run_id() -> ScalarSelect[int]:
+    newest = select(DagRun.id).where(DagRun.dag_id == DagModel.dag_id)
+    return newest.order_by(DagRun.id.desc()).limit(1).correlate(DagModel).scalar_subquery()
+
+
+def _dag_order(last: Any) -> dict[str, Column]:
+    shown_name = func.coalesce(DagModel.display_name, DagModel.dag_id)
+    return {
+        "dag_id": DagModel.dag_id,
+        "dag_display_name": shown_name,
+        "is_paused": DagModel.is_paused,
+        "last_parsed_time": DagModel.last_parsed_at,
+        "next_dagrun": DagModel.next_dagrun_after,
+        "next_dagrun_run_after": DagModel.next_dagrun_after,
+        "last_run_state": last.state,
+        # A DAG never run sorts as the oldest on every dialect (PostgreSQL puts NULL last).
+        "last_run_start_date": func.coalesce(
+            last.start_date, literal(_NEVER, DagRun.start_date.type)
+        ),
+    }
+
+
+def _tagged(tags: Sequence[str], mode: str) -> ColumnElement[bool] | None:
+    if not tags:
+        return None
+    having = select(DagTag.dag_id).where(DagTag.name.in_(list(tags))).group_by(DagTag.dag_id)
+    if mode == "all":
+        having = having.having(func.count(DagTag.name.distinct()) == len(set(tags)))
+    return DagModel.dag_id.in_(having)
+
+
+def _owned(owners: Sequence[str]) -> ColumnElement[bool] | None:
+    if not owners:
+        return None
+    return or_(*(DagModel.owners.contains(f",{o},", autoescape=True) for o in owners))
+
+
+def _searched(text: str | None) -> ColumnElement[bool] | None:
+    """The UI's search box: the id or the display name contains ``text``, in any case."""
+    if not text:
+        return None
+    return or_(
+        DagModel.dag_id.icontains(text, autoescape=True),
+        DagModel.display_name.icontains(text, autoescape=True),
+    )
+
+
+def _dags(where: DagFilter, last: Any = None) -> Select[DagModel]:
     # The structure is read through ``structure_of`` (once per version), never with the row: a
     # DAG of 5,000 tasks would decode its JSON on every list otherwise.
-    return (
-        select(DagModel)
-        .options(defer(DagModel.structure))
-        .where(
-            *present(
-                DagModel.is_paused.is_(where.paused) if where.paused is not None else None,
-                DagModel.is_active.is_(True) if where.exclude_stale else None,
-                contains(DagModel.dag_id, where.dag_id_pattern),
-            )
+    query = select(DagModel).options(defer(DagModel.structure))
+    if last is not None:
+        query = query.outerjoin(last, last.id == _last_run_id())
+    shown_name = func.coalesce(DagModel.display_name, DagModel.dag_id)
+    return query.where(
+        *present(
+            DagModel.is_paused.is_(where.paused) if where.paused is not None else None,
+            DagModel.is_active.is_(True) if where.exclude_stale else None,
+            contains(DagModel.dag_id, where.dag_id_pattern),
+            shown_name.icontains(where.display_name_pattern, autoescape=True)
+            if where.display_name_pattern
+            else None,
+            _searched(where.search),
+            _tagged(where.tags, where.tags_match_mode),
+            _owned(where.owners),
+            last.state == where.last_run_state
+            if last is not None and where.last_run_state
+            else None,
         )
     )
+
+
+_LAST_RUN_FIELDS = {"last_run_state", "last_run_start_date"}
 
 
 def list_dags(
     session: Session, page: Page, where: DagFilter = DagFilter()
 ) -> tuple[list[DagModel], int]:
-    rows, total = page_of(session, _dags(where), page, _DAG_ORDER, ["dag_id"])
-    return [row[0] for row in rows], total
+    """A page of DAGs and how many the filter keeps (two statements); each DAG's newest run
+    is joined only when the filter or the order asks for it (the count: only the filter)."""
+    filtered = where.last_run_state is not None
+    ordered = any(field.removeprefix("-") in _LAST_RUN_FIELDS for field in page.order_by)
+    last = _last_runs()
+    if page.order_by and not {"dag_id", "-dag_id"} & set(page.order_by):
+        page = replace(page, order_by=(*page.order_by, "dag_id"))  # pages never overlap on ties
+    terms = ordering(page.order_by or ["dag_id"], _dag_order(last))
+    rows = session.scalars(
+        _dags(where, last if filtered or ordered else None)
+        .order_by(*terms)
+        .limit(page.bounded_limit)
+        .offset(max(page.offset, 0))
+    )
+    counted = _dags(where, last if filtered else None).order_by(None).subquery()
+    total = session.scalar(select(func.count()).select_from(counted))
+    return list(rows), int(total or 0)
+
+
+def dag_tags(session: Session, limit: int = 500) -> list[str]:
+    """The tags the active DAGs carry, each once, by name (the DAG list's tag choices)."""
+    active = select(DagModel.dag_id).where(DagModel.is_active.is_(True))
+    query = select(DagTag.name).where(DagTag.dag_id.in_(active)).distinct().order_by(DagTag.name)
+    return list(session.scalars(query.limit(limit)))
 
 
 def all_dags(session: Session, where: DagFilter = DagFilter()) -> list[DagModel]:

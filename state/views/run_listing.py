@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func, or_, select
 from sqlalchemy.orm import Session
@@ -26,6 +27,7 @@ from state.core import (
     XCom,
     ordering,
     page_of,
+    statements_of,
     utcnow,
 )
 from state.records import TIKey
@@ -43,12 +45,34 @@ def get_run(session: Session, dag_id: str, run_id: str) -> DagRun:
 
 
 @dataclass(frozen=True)
+class Span:
+    """A range of a column (either end open): dates, or a duration in seconds."""
+
+    gte: dt.datetime | float | None = None
+    lte: dt.datetime | float | None = None
+
+    def of(self, column: Any) -> list[ColumnElement[bool] | None]:
+        return [
+            column >= self.gte if self.gte is not None else None,
+            column <= self.lte if self.lte is not None else None,
+        ]
+
+
+NO_SPAN = Span()
+
+
+@dataclass(frozen=True)
 class RunFilter:
     states: Sequence[str] = ()
     run_types: Sequence[str] = ()
     run_id_pattern: str | None = None
     logical_date_gte: dt.datetime | None = None
     logical_date_lte: dt.datetime | None = None
+    dag_id_pattern: str | None = None
+    start_date: Span = NO_SPAN
+    end_date: Span = NO_SPAN
+    run_after: Span = NO_SPAN
+    duration: Span = NO_SPAN  # seconds
 
 
 _RUN_ORDER = {
@@ -66,19 +90,39 @@ _RUN_ORDER = {
 
 
 def list_runs(
-    session: Session, dag_id: str, page: Page, where: RunFilter = RunFilter()
+    session: Session,
+    dag_id: str,
+    page: Page,
+    where: RunFilter = RunFilter(),
+    count_limit: int | None = None,
 ) -> tuple[list[DagRun], int]:
+    """A page of runs and how many match (up to ``count_limit`` + 1 when given: a browse of
+    100,000 runs says "1,000+" rather than count them each time)."""
+    seconds = statements_of(session).seconds_between(DagRun.start_date, DagRun.end_date)
     conditions: list[ColumnElement[bool] | None] = [
         DagRun.dag_id == dag_id if dag_id != ANY else None,
         DagRun.state.in_(list(where.states)) if where.states else None,
         DagRun.run_type.in_(list(where.run_types)) if where.run_types else None,
         contains(DagRun.run_id, where.run_id_pattern),
+        contains(DagRun.dag_id, where.dag_id_pattern),
         DagRun.logical_date >= where.logical_date_gte if where.logical_date_gte else None,
         DagRun.logical_date <= where.logical_date_lte if where.logical_date_lte else None,
+        *where.start_date.of(DagRun.start_date),
+        *where.end_date.of(DagRun.end_date),
+        *where.run_after.of(DagRun.created_at),
+        *where.duration.of(seconds),
     ]
     query = select(DagRun).where(*[c for c in conditions if c is not None])
-    rows, total = page_of(session, query, page, _RUN_ORDER, ["id"])
-    return [row[0] for row in rows], total
+    fields = page.order_by or ("id",)
+    if not {"id", "-id"} & set(fields):
+        fields = (*fields, "-id")  # pages never overlap on ties
+    page = replace(page, order_by=fields)
+    terms = ordering(page.order_by, {**_RUN_ORDER, "duration": seconds})
+    rows = session.scalars(
+        query.order_by(*terms).limit(page.bounded_limit).offset(max(page.offset, 0))
+    )
+    ids = select(DagRun.id).where(*[c for c in conditions if c is not None])
+    return list(rows), _count(session, ids, count_limit)
 
 
 @dataclass(frozen=True)
@@ -101,6 +145,11 @@ class TIFilter:
     queues: Sequence[str] = ()
     try_numbers: Sequence[int] = ()
     map_indexes: Sequence[int] = field(default_factory=tuple)
+    dag_id_pattern: str | None = None
+    task_id_pattern: str | None = None
+    start_date: Span = NO_SPAN
+    end_date: Span = NO_SPAN
+    duration: Span = NO_SPAN  # seconds
 
 
 _TI_ORDER = {
@@ -139,7 +188,12 @@ def _state_in(states: Sequence[str]) -> ColumnElement[bool]:
 
 
 def list_task_instances(
-    session: Session, dag_id: str, run_id: str, page: Page, where: TIFilter = TIFilter()
+    session: Session,
+    dag_id: str,
+    run_id: str,
+    page: Page,
+    where: TIFilter = TIFilter(),
+    count_limit: int | None = None,
 ) -> tuple[list[TIRow], int]:
     """A page of task instances and how many match (two statements).
 
@@ -147,11 +201,13 @@ def list_task_instances(
     the default order they are read from ``ix_task_instance_listing``, not sorted out of every
     task instance of the DAG); only those rows are then joined to their runs' dates. The count
     reads the task instances alone: every one has its run (a run is deleted with them,
-    ``state.records.marking``).
+    ``state.records.marking``). With ``count_limit`` it stops counting past that many (a browse
+    over a million task instances says "10,000+" rather than count them all).
     """
-    conditions = _ti_conditions(dag_id, run_id, where)
+    seconds = statements_of(session).seconds_between(TaskInstance.start_date, TaskInstance.end_date)
+    conditions = _ti_conditions(dag_id, run_id, where, seconds)
     fields = page.order_by or _TI_DEFAULT_ORDER
-    terms = [*ordering(fields, _TI_ORDER), TaskInstance.id.asc()]
+    terms = [*ordering(fields, {**_TI_ORDER, "duration": seconds}), TaskInstance.id.asc()]
     ids = select(TaskInstance.id).where(*conditions)
     if any(field.removeprefix("-") in _RUN_FIELDS for field in fields):
         ids = ids.join(DagRun, _RUN_OF_TI)
@@ -160,11 +216,20 @@ def list_task_instances(
     rows = [
         TIRow(ti, logical_date, run_after) for ti, logical_date, run_after in session.execute(query)
     ]
-    total = session.scalar(select(func.count()).select_from(TaskInstance).where(*conditions))
-    return rows, int(total or 0)
+    return rows, _count(session, select(TaskInstance.id).where(*conditions), count_limit)
 
 
-def _ti_conditions(dag_id: str, run_id: str, where: TIFilter) -> list[ColumnElement[bool]]:
+def _count(session: Session, ids: Select[int], limit: int | None) -> int:
+    """How many rows ``ids`` has, up to ``limit`` + 1 when there is a limit."""
+    if limit is not None:
+        ids = ids.limit(limit + 1)
+    total = session.scalar(select(func.count()).select_from(ids.subquery()))
+    return int(total or 0)
+
+
+def _ti_conditions(
+    dag_id: str, run_id: str, where: TIFilter, seconds: ColumnElement[float]
+) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool] | None] = [
         TaskInstance.dag_id == dag_id if dag_id != ANY else None,
         TaskInstance.run_id == run_id if run_id != ANY else None,
@@ -177,6 +242,11 @@ def _ti_conditions(dag_id: str, run_id: str, where: TIFilter) -> list[ColumnElem
         TaskInstance.queue.in_(list(where.queues)) if where.queues else None,
         TaskInstance.try_number.in_(list(where.try_numbers)) if where.try_numbers else None,
         TaskInstance.map_index.in_(list(where.map_indexes)) if where.map_indexes else None,
+        contains(TaskInstance.dag_id, where.dag_id_pattern),
+        contains(TaskInstance.task_id, where.task_id_pattern),
+        *where.start_date.of(TaskInstance.start_date),
+        *where.end_date.of(TaskInstance.end_date),
+        *where.duration.of(seconds),
     ]
     return [c for c in conditions if c is not None]
 
@@ -225,6 +295,7 @@ def upstream_states(
 
 
 _XCOM_ORDER = {
+    "id": XCom.id,
     "dag_id": XCom.dag_id,
     "task_id": XCom.task_id,
     "run_id": XCom.run_id,
@@ -253,7 +324,10 @@ def list_xcoms(
     page: Page,
     xcom_key: str | None = None,
     all_map_indexes: bool = True,
+    count_limit: int | None = None,
 ) -> tuple[list[XComRow], int]:
+    """A page of XComs with their runs' dates, and how many match: exactly, or (with
+    ``count_limit``, the browse) counted over the XComs alone up to that many + 1."""
     conditions: list[ColumnElement[bool] | None] = [
         XCom.dag_id == key.dag_id if key.dag_id != ANY else None,
         XCom.run_id == key.run_id if key.run_id != ANY else None,
@@ -261,10 +335,18 @@ def list_xcoms(
         None if all_map_indexes else XCom.map_index == key.map_index,
         XCom.key == xcom_key if xcom_key is not None else None,
     ]
-    query = _xcom_query().where(*[c for c in conditions if c is not None])
+    present_conditions = [c for c in conditions if c is not None]
+    query = _xcom_query().where(*present_conditions)
     default = ["dag_id", "task_id", "run_id", "map_index", "key"]
-    rows, total = page_of(session, query, page, _XCOM_ORDER, default)
-    return [XComRow(row[0], row[1], row[2]) for row in rows], total
+    if count_limit is None:
+        rows, total = page_of(session, query, page, _XCOM_ORDER, default)
+        return [XComRow(row[0], row[1], row[2]) for row in rows], total
+    terms = ordering(page.order_by or default, _XCOM_ORDER)
+    page_rows = session.execute(
+        query.order_by(*terms).limit(page.bounded_limit).offset(max(page.offset, 0))
+    )
+    ids = select(XCom.id).where(*present_conditions)
+    return [XComRow(*row) for row in page_rows], _count(session, ids, count_limit)
 
 
 def get_xcom(session: Session, key: TIKey, xcom_key: str) -> XComRow:

@@ -20,7 +20,7 @@ def test_the_list_shows_each_dag_its_tags_and_its_latest_runs(
     home.trigger("etl", run_id="first")
     html = signed_in("viewer").get("/dags").text
     assert 'href="/dags/etl"' in html and 'href="/dags/solo"' in html
-    assert '<span class="tag">nightly</span>' in html
+    assert '<a class="tag" href="/dags?tags=nightly">nightly</a>' in html
     assert 'href="/dags/etl/runs/first"' in html and "dot state-queued" in html
     assert "Extract, transform, load" in html
 

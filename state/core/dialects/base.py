@@ -163,6 +163,9 @@ class StoreDialect(HotStatements, Protocol):
 
     def utc_day(self, column: Any) -> ColumnElement[Any]:
         """The UTC calendar day of a ``UTCDateTime`` ``column``, as ``YYYY-MM-DD`` text."""
+
+    def seconds_between(self, start: Any, end: Any) -> ColumnElement[float]:
+        """``end - start`` in seconds (a duration a browse filters by)."""
         ...
 
     def notify_run_created(self, session: Session, channel: str) -> None:

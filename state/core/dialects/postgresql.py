@@ -38,6 +38,7 @@ from sqlalchemy import (
     ColumnElement,
     Dialect,
     Engine,
+    Float,
     Insert,
     Integer,
     Row,
@@ -45,10 +46,12 @@ from sqlalchemy import (
     String,
     any_,
     bindparam,
+    cast,
     create_engine,
     event,
     exc,
     exists,
+    extract,
     func,
     literal,
     null,
@@ -192,6 +195,9 @@ class PostgreSQL(SqlStatements):
     def utc_day(self, column: Any) -> ColumnElement[Any]:
         # In UTC whatever the session's TimeZone: a timestamptz's date() would follow it.
         return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD")
+
+    def seconds_between(self, start: Any, end: Any) -> ColumnElement[float]:
+        return cast(extract("epoch", end - start), Float)
 
     def notify_run_created(self, session: Session, channel: str) -> None:
         session.execute(text(f"NOTIFY {channel}"))

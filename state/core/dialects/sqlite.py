@@ -158,6 +158,10 @@ class SQLite(SqlStatements):
     def utc_day(self, column: Any) -> ColumnElement[Any]:
         return func.date(column)  # stored as UTC text (UTCDateTime)
 
+    def seconds_between(self, start: Any, end: Any) -> ColumnElement[float]:
+        days: ColumnElement[float] = func.julianday(end) - func.julianday(start)
+        return days * 86400.0
+
     def notify_run_created(self, session: Session, channel: str) -> None:
         """Nothing: a scheduler on SQLite waits its whole interval (``state.engine.run_wake``)."""
 
