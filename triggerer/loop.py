@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from state.core import session_scope, utcnow
+from state.core import session_scope, set_gauge, start_flushing, utcnow
 from state.engine import (
     ClaimedTrigger,
     TriggerOutcome,
@@ -43,6 +43,7 @@ from state.engine import (
     release_triggers,
     time_out_deferrals,
 )
+from state.records import Heart, JobKind
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings
 from tradewind.triggers.base import BaseTrigger, TriggerEvent, encode_kwargs
@@ -88,9 +89,15 @@ class Triggerer:
     # --- the loop -------------------------------------------------------------------------
 
     def run_forever(self, stop: threading.Event | None = None) -> None:
-        asyncio.run(self.main(stop or threading.Event()))
+        """Run until ``stop``; the triggerer's job row (its health) beats from the loop itself,
+        so a loop that stalls reads as unhealthy, and ends with it."""
+        if self.settings.metrics_enabled:
+            start_flushing(self.url, self.settings.metrics_flush_seconds)
+        heart = Heart(self.url, JobKind.TRIGGERER, self.settings.job_heartbeat_seconds)
+        with heart.start():
+            asyncio.run(self.main(stop or threading.Event(), heart))
 
-    async def main(self, stop: threading.Event) -> None:
+    async def main(self, stop: threading.Event, heart: Heart | None = None) -> None:
         set_cross_dag(StoreCrossDag(self.url))
         self._wake = asyncio.Event()
         watch = BlockWatch(threading.get_ident(), self.block_threshold, log)
@@ -103,6 +110,9 @@ class Triggerer:
         try:
             while not stop.is_set():
                 await self._turn(next_claim, next_beat)
+                if heart is not None:
+                    await asyncio.to_thread(heart.beat_if_due)
+                set_gauge("triggerer_triggers_running", len(self.running))
                 now = time.monotonic()
                 if now >= next_beat:
                     next_beat = now + self.beat_seconds

@@ -112,7 +112,7 @@ def test_compose_commands_run_a_dag(fleet) -> None:
     fleet.trigger("xcom_pipeline", "compose")
     assert fleet.wait_run("xcom_pipeline", "compose") == "success"
     fleet.wait_for(lambda: _health(port) == "healthy", 60, "the API server's health")
-    for name in ("scheduler", "worker"):  # their healthchecks, as compose runs them in each
+    for name in ("scheduler", "triggerer", "worker"):  # their healthchecks, as compose runs them
         probe = services[name]["healthcheck"]["test"]
         assert probe[0] == "CMD", name
         checked = subprocess.run(_argv(probe[1:]), env=fleet.env, capture_output=True, timeout=60)

@@ -126,3 +126,29 @@ def test_triggers_of_one_dag_file_built_at_once_wait_for_its_whole_load(home: Ho
         built = list(pool.map(lambda n: classes.build(f"{module}.Late", {"n": n}), range(6)))
     assert sorted(trigger.n for trigger in built) == list(range(6))  # type: ignore[attr-defined]
     assert classes.ready(f"{module}.Late")
+
+
+def test_a_triggerer_registers_its_job_beats_it_and_ends_it(home: Home) -> None:
+    from sqlalchemy import select
+
+    from state.core.db import session_scope
+    from state.core.models import Job
+
+    stop = threading.Event()
+    runner = threading.Thread(target=Triggerer(home.settings).run_forever, args=(stop,))
+    runner.start()
+    try:
+        for _ in range(200):
+            with session_scope(home.url) as session:
+                rows = session.execute(select(Job).filter_by(job_type="triggerer")).scalars()
+                jobs = [(job.state, job.latest_heartbeat is not None) for job in rows]
+            if jobs:
+                break
+            stop.wait(0.05)
+        assert jobs == [("running", True)]
+    finally:
+        stop.set()
+        runner.join(timeout=30)
+    with session_scope(home.url) as session:
+        ended = session.execute(select(Job.state).filter_by(job_type="triggerer")).scalars()
+        assert list(ended) == ["success"]
