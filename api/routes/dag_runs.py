@@ -15,14 +15,22 @@ from api.models.dag_runs import (
     TriggerDAGRunPostBody,
     dag_run_response,
 )
-from api.models.task_instances import TaskInstanceCollectionResponse, ti_response
+from api.models.task_instances import TaskInstanceCollectionResponse
 from api.paging import Paging
-from api.routes.clearing import FAILED, tasks_to_clear
+from api.routes.task_instance_writes import collection
 from api.structure import check_conf
-from state.core import CLEARABLE, MAX_PAGE_LIMIT, DagRunState, Page
-from state.engine import clear_task_instances, create_run, get_dag_model
-from state.records import delete_run, mark_run_state
-from state.views import RunFilter, TIFilter, get_run, list_runs, list_task_instances
+from state.core import DagRunState
+from state.engine import (
+    Runs,
+    Scope,
+    apply_plan,
+    create_run,
+    get_dag_model,
+    plan_clear,
+    plan_run_mark,
+)
+from state.records import delete_run
+from state.views import RunFilter, get_run, list_runs
 
 router = APIRouter(prefix="/dags/{dag_id}/dagRuns", tags=["DagRun"])
 
@@ -79,7 +87,7 @@ def patch_dag_run(
     dag_id: str,
     dag_run_id: str,
     body: DAGRunPatchBody,
-    _: CanRun,
+    user: CanRun,
     session: DbSession,
     update_mask: Annotated[list[str] | None, Query()] = None,
 ) -> DAGRunResponse:
@@ -87,7 +95,8 @@ def patch_dag_run(
     if body.note is not None:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "Tradewind keeps no notes on runs")
     if body.state is not None and (update_mask is None or "state" in update_mask):
-        mark_run_state(session, run, DagRunState(body.state))
+        plan = plan_run_mark(session, [run], DagRunState(body.state))
+        apply_plan(session, plan, user.username)
         session.refresh(run)
     return dag_run_response(run)
 
@@ -97,26 +106,19 @@ def clear_dag_run(
     dag_id: str,
     dag_run_id: str,
     body: DAGRunClearBody,
-    _: CanRun,
+    user: CanRun,
     session: DbSession,
     context: Context,
 ) -> DAGRunResponse | TaskInstanceCollectionResponse:
     """Clear the run's task instances (only the failed ones with ``only_failed``); a dry run
     lists what would be cleared."""
-    run = get_run(session, dag_id, dag_run_id)
-    task_ids = tasks_to_clear(session, run, FAILED if body.only_failed else None)
+    get_run(session, dag_id, dag_run_id)
+    scope = Scope(only_failed=body.only_failed)
+    plan = plan_clear(session, dag_id, Runs(dag_run_id), None, scope)
     if body.dry_run:
-        states = FAILED if body.only_failed else sorted(CLEARABLE)
-        where = TIFilter(states=[str(s) for s in states])
-        rows, total = list_task_instances(
-            session, dag_id, dag_run_id, Page(limit=MAX_PAGE_LIMIT), where
-        )
-        return TaskInstanceCollectionResponse(
-            task_instances=[ti_response(row) for row in rows], total_entries=total
-        )
-    if task_ids != []:
-        purgers = context.purgers
-        clear_task_instances(session, run, task_ids, False, purgers.xcoms, purgers.states)
+        return collection(plan)
+    apply_plan(session, plan, user.username, context.purgers)
+    run = get_run(session, dag_id, dag_run_id)
     session.refresh(run)
     return dag_run_response(run)
 

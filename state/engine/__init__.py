@@ -60,11 +60,13 @@ if TYPE_CHECKING:
         Runs,
         Scope,
         Target,
+        UnknownTask,
         apply_plan,
         group_task_ids,
         plan_clear,
         plan_mark,
         plan_run_mark,
+        plan_targets,
         relatives,
     )
     from state.engine.run_life import time_out_run, timed_out_runs
@@ -145,11 +147,13 @@ _MODULE_OF = {
     "Runs": "recover",
     "Scope": "recover",
     "Target": "recover",
+    "UnknownTask": "recover",
     "apply_plan": "recover",
     "group_task_ids": "recover",
     "plan_clear": "recover",
     "plan_mark": "recover",
     "plan_run_mark": "recover",
+    "plan_targets": "recover",
     "relatives": "recover",
 }
 
@@ -178,6 +182,7 @@ __all__ = [
     "Succeeded",
     "Target",
     "UnknownDag",
+    "UnknownTask",
     "apply_plan",
     "beat",
     "cancel_backfill",
@@ -202,6 +207,7 @@ __all__ = [
     "plan_clear",
     "plan_mark",
     "plan_run_mark",
+    "plan_targets",
     "pool_names",
     "pool_usage",
     "queue_task_alone",

@@ -31,6 +31,7 @@ from state.core import (
     DagRun,
     DagRunState,
     DagStructure,
+    NotFound,
     TaskInstance,
     TaskInstanceState,
     TaskSpec,
@@ -51,7 +52,11 @@ _OF_RUN = and_(DagRun.dag_id == TaskInstance.dag_id, DagRun.run_id == TaskInstan
 
 
 class BadScope(ValueError):
-    """A selection or scope that cannot be applied (unknown task or group, no logical date)."""
+    """A selection or scope that cannot be applied (unknown group, no logical date, too big)."""
+
+
+class UnknownTask(LookupError):
+    """A target names a task the DAG does not have."""
 
 
 @dataclass(frozen=True)
@@ -148,15 +153,16 @@ def group_task_ids(structure: DagStructure, group_id: str) -> list[str]:
 
 
 def _selector(
-    tasks: Mapping[str, TaskSpec], targets: Sequence[Target] | None, scope: Scope
+    structure: DagStructure, targets: Sequence[Target] | None, scope: Scope
 ) -> ColumnElement[bool] | None:
     """The WHERE part choosing the targets' task instances and their relatives (None: all)."""
     if targets is None:
         return None
+    tasks = structure.tasks
     named = {t if isinstance(t, str) else t[0] for t in targets}
     unknown = sorted(named - set(tasks))
     if unknown:
-        raise BadScope(f"no task {unknown[0]!r} in this DAG")
+        raise UnknownTask(f"DAG {structure.dag_id!r} has no task {unknown[0]!r}")
     whole = {t for t in targets if isinstance(t, str)}
     whole |= relatives(tasks, named, scope.upstream, scope.downstream) - named
     pinned = [t for t in targets if not isinstance(t, str) and t[0] not in whole]
@@ -178,7 +184,7 @@ def _run_window(session: Session, dag_id: str, runs: Runs, scope: Scope) -> Colu
         select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == runs.run_id)
     )
     if run is None:
-        raise BadScope(f"DAG {dag_id!r} has no run {runs.run_id!r}")
+        raise NotFound(f"DAG {dag_id!r} has no run {runs.run_id!r}")
     if not (scope.past or scope.future):
         return DagRun.id == run.id
     if run.logical_date is None:
@@ -221,11 +227,11 @@ def plan_clear(
 ) -> Plan:
     """What a clear of ``targets`` (None: every task) in ``runs`` under ``scope`` resets,
     through ``ExternalTaskMarker``s too (raises ``MarkerDepthExceeded`` past their depth)."""
-    tasks = structure_of(get_dag_model(session, dag_id)).tasks
+    structure = structure_of(get_dag_model(session, dag_id))
     found = _load(
         session,
         _run_window(session, dag_id, runs, scope),
-        _selector(tasks, targets, scope),
+        _selector(structure, targets, scope),
         scope.states(CLEARABLE),
     )
     changes = [Change(ti, run, TI.NONE) for ti, run in found]
@@ -234,7 +240,7 @@ def plan_clear(
     for change in changes:
         by_run.setdefault(change.run.id, (change.run, []))[1].append(change.ti.task_id)
     for run, task_ids in by_run.values():
-        changes += _through_markers(session, run, tasks, task_ids, MarkerHop(), seen)
+        changes += _through_markers(session, run, structure.tasks, task_ids, MarkerHop(), seen)
     return Plan("clear", tuple(changes))
 
 
@@ -272,11 +278,19 @@ def plan_mark(
     ``state``, or removed, are left out)."""
     if state not in (TI.SUCCESS, TI.FAILED, TI.SKIPPED):
         raise BadScope(f"a task instance can be marked success, failed or skipped, not {state}")
-    tasks = structure_of(get_dag_model(session, dag_id)).tasks
+    structure = structure_of(get_dag_model(session, dag_id))
     states = scope.states(set(TI) - {state, TI.REMOVED})
     where = _run_window(session, dag_id, Runs(run_id), scope)
-    found = _load(session, where, _selector(tasks, targets, scope), states)
+    found = _load(session, where, _selector(structure, targets, scope), states)
     return Plan("mark", tuple(Change(ti, run, state) for ti, run in found))
+
+
+def plan_targets(session: Session, dag_id: str, run_id: str, targets: Sequence[Target]) -> Plan:
+    """The targets' task instances in a run as they are: a plan that changes nothing."""
+    structure = structure_of(get_dag_model(session, dag_id))
+    where = _run_window(session, dag_id, Runs(run_id), Scope())
+    found = _load(session, where, _selector(structure, targets, Scope()), set(TI))
+    return Plan("mark", tuple(Change(ti, run, TI(ti.state)) for ti, run in found))
 
 
 def plan_run_mark(session: Session, runs: Sequence[DagRun], state: DagRunState) -> Plan:

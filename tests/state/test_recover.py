@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, select, update
 
+from state.core import NotFound
 from state.core.db import session_scope
 from state.core.enums import DagRunState
 from state.core.models import DagRun, TaskInstance
@@ -22,6 +23,7 @@ from state.engine.recover import (
     BadScope,
     Runs,
     Scope,
+    UnknownTask,
     apply_plan,
     plan_clear,
     plan_mark,
@@ -163,9 +165,9 @@ def test_a_clear_follows_external_task_markers(home: Home) -> None:
 
 def test_bad_selections_are_refused_with_what_was_wrong(home: Home) -> None:
     with session_scope(home.url) as session:
-        with pytest.raises(BadScope, match="no task 'nope'"):
+        with pytest.raises(UnknownTask, match="no task 'nope'"):
             plan_clear(session, "shop", Runs("r2"), ["nope"], Scope())
-        with pytest.raises(BadScope, match="no run 'r9'"):
+        with pytest.raises(NotFound, match="no run 'r9'"):
             plan_clear(session, "shop", Runs("r9"), ["a"], Scope())
         with pytest.raises(BadScope, match="not running"):
             plan_mark(session, "shop", "r2", ["a"], Scope(), TI.RUNNING)
