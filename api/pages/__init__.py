@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.pages import dag, dags, resources, runs, task_instances, users
+from api.pages import dag, dags, recover, resources, runs, task_instances, users
 
 router = APIRouter(include_in_schema=False)
-for _module in (dags, dag, runs, task_instances, resources, users):
+for _module in (dags, dag, runs, task_instances, recover, resources, users):
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -20,15 +20,25 @@ from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser, Principal, require_on_page
 from api.structure import DagStructure, dag_view
 from api.templating import render
-from state.core import DagModel, DagRun, DagRunState, NotFound, utcnow
-from state.engine import UnknownDag, clear_task_instances, get_dag_model
-from state.records import Role, TIKey, mark_run_state
+from state.core import DagModel, DagRun, DagRunState, NotFound, structure_of, utcnow
+from state.engine import (
+    BadScope,
+    Runs,
+    Scope,
+    UnknownDag,
+    UnknownTask,
+    apply_plan,
+    get_dag_model,
+    plan_clear,
+    plan_run_mark,
+)
+from state.records import Role, TIKey
 from state.views import ItemsProgress, TaskSummary, get_run, items_counts, task_summaries
 
 router = APIRouter(include_in_schema=False)
 RUN_PAGE = "/dags/{dag_id}/runs/{run_id}"
 PageRunner = Annotated[Principal, Depends(require_on_page(Role.USER))]
-MISSING = (NotFound, UnknownDag)
+MISSING = (NotFound, UnknownDag, UnknownTask, BadScope)
 
 
 def duration(start: dt.datetime | None, end: dt.datetime | None) -> str:
@@ -112,6 +122,7 @@ def _run_context(session: DbSession, dag_id: str, run_id: str) -> dict[str, Any]
         "duration": duration(run.start_date, run.end_date),
         "when": when,
         "live": run.state in (DagRunState.QUEUED, DagRunState.RUNNING),
+        "groups": sorted(structure_of(model).groups),
     }
 
 
@@ -128,14 +139,14 @@ def run_page(
 
 @router.get(RUN_PAGE + "/partials/tasks", response_class=HTMLResponse)
 def run_tasks_partial(
-    request: Request, dag_id: str, run_id: str, _: PageUser, session: DbSession
+    request: Request, dag_id: str, run_id: str, user: PageUser, session: DbSession
 ) -> Response:
     """The task table alone, for the page to poll while the run goes on."""
     try:
         values = _run_context(session, dag_id, run_id)
     except MISSING as error:
         return missing(request, error)
-    return render(request, "runs/_tasks.html", values)
+    return render(request, "runs/_tasks.html", {**values, "may_run": user.may(Role.USER)})
 
 
 def _act(
@@ -153,16 +164,17 @@ def clear_run(
     request: Request,
     dag_id: str,
     run_id: str,
-    _: PageRunner,
+    user: PageRunner,
     __: FormPost,
     session: DbSession,
     context: Context,
 ) -> Response:
-    """Clear every task instance of the run: it runs again from the start."""
+    """Clear every task instance of the run: it runs again from the start (the page's dialog
+    posts to ``…/recover`` instead, after listing what changes)."""
 
     def clear(run: DagRun) -> None:
-        purgers = context.purgers
-        clear_task_instances(session, run, None, False, purgers.xcoms, purgers.states)
+        plan = plan_clear(session, dag_id, Runs(run.run_id), None, Scope())
+        apply_plan(session, plan, user.username, context.purgers)
 
     return _act(request, session, dag_id, run_id, clear)
 
@@ -173,9 +185,13 @@ def mark_run(
     dag_id: str,
     run_id: str,
     state: DagRunState,
-    _: PageRunner,
+    user: PageRunner,
     __: FormPost,
     session: DbSession,
 ) -> Response:
     """Mark the run success or failed (its unfinished task instances with it)."""
-    return _act(request, session, dag_id, run_id, lambda run: mark_run_state(session, run, state))
+
+    def mark(run: DagRun) -> None:
+        apply_plan(session, plan_run_mark(session, [run], state), user.username)
+
+    return _act(request, session, dag_id, run_id, mark)

@@ -23,16 +23,22 @@ from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
 from api.templating import render
 from state.core import (
-    MAX_PAGE_LIMIT,
-    DagRun,
     DagRunState,
     NotFound,
     Page,
     TaskInstance,
     TaskInstanceState,
 )
-from state.engine import clear_task_instances, get_dag_model
-from state.records import Role, TIKey, mark_task_instances
+from state.engine import (
+    Runs,
+    Scope,
+    Target,
+    apply_plan,
+    get_dag_model,
+    plan_clear,
+    plan_mark,
+)
+from state.records import Role, TIKey
 from state.views import (
     ItemsProgress,
     TIFilter,
@@ -270,18 +276,6 @@ def _log_window(path: Path, offset: int | None, before: int | None) -> LogWindow
     return read_after(path, offset, LOG_CHUNK_BYTES)
 
 
-def _chosen_tis(
-    session: DbSession, run: DagRun, task_id: str, map_index: int
-) -> list[TaskInstance]:
-    if map_index >= 0:
-        return [get_task_instance(session, TIKey(run.dag_id, run.run_id, task_id, map_index)).ti]
-    where = TIFilter(task_id=task_id)
-    rows, _ = list_task_instances(
-        session, run.dag_id, run.run_id, Page(limit=MAX_PAGE_LIMIT), where
-    )
-    return [row.ti for row in rows]
-
-
 FormIndex = Annotated[int, Form(ge=-1)]
 
 
@@ -291,17 +285,17 @@ def clear_task(
     dag_id: str,
     run_id: str,
     task_id: str,
-    _: PageRunner,
+    user: PageRunner,
     __: FormPost,
     session: DbSession,
     context: Context,
     map_index: FormIndex = -1,
 ) -> Response:
-    """Clear the task (every map index of a mapped one): it runs again."""
+    """Clear the task (every map index of a mapped one): it runs again (the page's dialog
+    posts to ``…/recover`` instead, after listing what changes)."""
     try:
-        run = get_run(session, dag_id, run_id)
-        purgers = context.purgers
-        clear_task_instances(session, run, [task_id], False, purgers.xcoms, purgers.states)
+        plan = plan_clear(session, dag_id, Runs(run_id), [task_id], Scope())
+        apply_plan(session, plan, user.username, context.purgers)
     except MISSING as error:
         return missing(request, error)
     return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)
@@ -314,15 +308,16 @@ def mark_task(
     run_id: str,
     task_id: str,
     state: TaskInstanceState,
-    _: PageRunner,
+    user: PageRunner,
     __: FormPost,
     session: DbSession,
     map_index: FormIndex = -1,
 ) -> Response:
     """Mark the task instance (or every map index of a mapped task) success or failed."""
+    target: list[Target] = [task_id if map_index < 0 else (task_id, map_index)]
     try:
-        run = get_run(session, dag_id, run_id)
-        mark_task_instances(session, run, _chosen_tis(session, run, task_id, map_index), state)
+        plan = plan_mark(session, dag_id, run_id, target, Scope(), state)
+        apply_plan(session, plan, user.username)
     except MISSING as error:
         return missing(request, error)
     return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)
