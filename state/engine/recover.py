@@ -320,10 +320,12 @@ def apply_plan(
     by: str | None,
     purgers: Purgers | None = None,
     reset_dag_runs: bool = True,
+    keep_state: bool = False,
 ) -> list[TaskInstance]:
     """Carry ``plan`` out; returns those of its task instances that moved, as they are now.
 
-    ``by``: the user acting (None if not known), for the event log. A task instance another
+    ``by``: the user acting (None if not known), for the event log. ``keep_state``: a clear
+    keeps the task instances' state-store values (their XComs go in any case). A task instance another
     writer moved since the plan was made is left as that writer left it.
     """
     del by  # recorded by the event log, once it exists
@@ -334,8 +336,9 @@ def apply_plan(
         tis = [change.ti for change in changes]
         if plan.action == "clear":
             tasks = structure_of(get_dag_model(session, run.dag_id)).tasks
-            reset = reset_dag_runs
-            reset_task_instances(session, run, tis, tasks, False, purge.xcoms, purge.states, reset)
+            reset_task_instances(
+                session, run, tis, tasks, keep_state, purge.xcoms, purge.states, reset_dag_runs
+            )
         else:
             mark_task_instances(session, run, tis, changes[0].to_state)
     for change in plan.changes:
