@@ -325,8 +325,8 @@ def apply_plan(
     """Carry ``plan`` out; returns those of its task instances that moved, as they are now.
 
     ``by``: the user acting (None if not known), for the event log. ``keep_state``: a clear
-    keeps the task instances' state-store values (their XComs go in any case). A task instance another
-    writer moved since the plan was made is left as that writer left it.
+    keeps the task instances' state-store values (their XComs go in any case). A task instance
+    another writer moved since the plan was made is left as that writer left it.
     """
     del by  # recorded by the event log, once it exists
     purge = purgers or Purgers()
