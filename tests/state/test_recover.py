@@ -9,14 +9,17 @@ apply it and check the store moved as planned, and only that.
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import contextmanager
 
+import psycopg
 import pytest
+from psycopg import sql
 from sqlalchemy import delete, select, update
 
 from state.core import NotFound
-from state.core.db import session_scope
+from state.core.db import get_engine, session_scope
 from state.core.enums import DagRunState
 from state.core.models import DagRun, TaskInstance
 from state.engine.recover import (
@@ -30,6 +33,7 @@ from state.engine.recover import (
     plan_run_mark,
 )
 from state.engine.runs import create_run
+from tests.conftest import PG_ADMIN_URL, PG_SERVER_URL
 from tests.state.harness import TI, Home, tradewind_home
 
 DAGS = """
@@ -72,12 +76,37 @@ DAY = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 RUNS = ["r1", "r2", "r3"]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def home(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@contextmanager
+def _database(kind: str) -> Iterator[dict[str, str]]:
+    """No setting for SQLite; a PostgreSQL database of its own, dropped after the module."""
+    if kind == "sqlite":
+        yield {}
+        return
+    name = f"tw_recover_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = f"{PG_SERVER_URL}/{name}"
+    try:
+        yield {"database_url": url}
+    finally:
+        get_engine(url).dispose()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)]
+)
+def store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Home]:
-    env = {} if request.param == "sqlite" else {"database_url": request.getfixturevalue("pg_url")}
-    with tradewind_home(tmp_path, monkeypatch, **env) as made:
+    """The DAGs synced and their runs made once per module (and per database)."""
+    folder = tmp_path_factory.mktemp("recover")
+    with (
+        _database(request.param) as env,
+        pytest.MonkeyPatch.context() as monkeypatch,
+        tradewind_home(folder, monkeypatch, **env) as made,
+    ):
         made.write_dag(DAGS)
         made.sync()
         with session_scope(made.url) as session:
@@ -92,9 +121,16 @@ def home(
             session.flush()
             m_alone = (TaskInstance.task_id == "m", TaskInstance.map_index == -1)
             session.execute(delete(TaskInstance).where(*m_alone))
-            session.execute(update(TaskInstance).values(state=TI.SUCCESS))
-            session.execute(update(DagRun).values(state=DagRunState.SUCCESS))
         yield made
+
+
+@pytest.fixture
+def home(store: Home) -> Home:
+    """Every task instance succeeded, every run succeeded: each test starts from there."""
+    with session_scope(store.url) as session:
+        session.execute(update(TaskInstance).values(state=TI.SUCCESS))
+        session.execute(update(DagRun).values(state=DagRunState.SUCCESS))
+    return store
 
 
 def set_state(home: Home, state: TI, run_id: str, *task_ids: str) -> None:
