@@ -40,6 +40,7 @@ from api.routes import (
     backfills,
     connections,
     dag_extras,
+    dag_run_bulk,
     dag_runs,
     dags,
     event_logs,
@@ -60,11 +61,13 @@ from api.templating import STATIC_DIR
 from state.core import BadOrdering, IllegalTransition, NotFound, SecretUnreadable
 from state.engine import (
     BackfillEnded,
+    BadScope,
     InvalidBackfill,
     MarkerDepthExceeded,
     PoolRefused,
     RunExists,
     UnknownDag,
+    UnknownTask,
 )
 from state.records import BadMark, BadNote, NoSuchDag, NoSuchUser, UserExists
 from tradewind.ids import InvalidId
@@ -92,6 +95,8 @@ REFUSALS: dict[type[Exception], int] = {
     IllegalTransition: status.HTTP_409_CONFLICT,
     BackfillEnded: status.HTTP_409_CONFLICT,
     MarkerDepthExceeded: status.HTTP_400_BAD_REQUEST,
+    BadScope: status.HTTP_400_BAD_REQUEST,
+    UnknownTask: status.HTTP_404_NOT_FOUND,
     # A secret stored under a key this server lacks: its operator's to fix, named in one line.
     SecretUnreadable: status.HTTP_500_INTERNAL_SERVER_ERROR,
 }
@@ -103,6 +108,7 @@ _API_ROUTERS = (
     dags,
     tasks,
     dag_runs,
+    dag_run_bulk,
     task_instance_actions,
     task_instance_writes,
     xcoms,

@@ -7,15 +7,40 @@ from typing import Annotated, Any
 
 import typer
 
+from cli import recover as rc
 from cli.assets import event_record
-from cli.common import settings_or_exit
+from cli.common import fail, settings_or_exit
 from cli.render import make_console, print_task_instances, task_instance_records
 from cli.store import get_run, open_store, task_instances
-from state.core import DagRun, session_scope, structure_of
+from state.core import DagRun, DagRunState, session_scope, structure_of
+from state.engine import plan_run_mark
 from state.records import list_events
 from state.views import get_dag, items_of_run
 
-app = typer.Typer(help="Inspect DAG runs.", no_args_is_help=True)
+app = typer.Typer(help="Inspect DAG runs, mark them.", no_args_is_help=True)
+
+
+@app.command()
+def mark(
+    dag_id: str,
+    state: Annotated[str, typer.Argument(help="success, failed or queued")],
+    run_ids: Annotated[list[str], typer.Argument(help="The runs to mark.")],
+    dry_run: rc.DryRun = False,
+    yes: rc.Yes = False,
+) -> None:
+    """Mark whole runs: success marks their unfinished task instances success; failed fails the
+    running ones and skips those not started; queued hands them back to the scheduler. Names
+    what changes first."""
+    url = open_store(settings_or_exit())
+    if state not in ("success", "failed", "queued"):
+        fail(f"a run is marked success, failed or queued, not {state!r}")
+    with session_scope(url) as session:
+        runs = [get_run(session, dag_id, run_id) for run_id in run_ids]
+        plan = plan_run_mark(session, runs, DagRunState(state))
+        rc.confirm_and_apply(session, plan, f"moved by marking the runs {state}", (dry_run, yes))
+    if not dry_run and plan.runs_marked:
+        noun = "run" if len(plan.runs_marked) == 1 else "runs"
+        typer.echo(f"marked {len(plan.runs_marked)} {noun} of {dag_id} {state}")
 
 
 @app.command()

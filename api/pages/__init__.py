@@ -19,6 +19,7 @@ from api.pages import (
     events,
     gantt,
     home,
+    recover,
     resources,
     runs,
     task_instances,
@@ -27,7 +28,7 @@ from api.pages import (
 
 router = APIRouter(include_in_schema=False)
 _PAGES = (home, dags, dag, gantt, runs, task_instances, browse, catalog, backfills, resources)
-for _module in (*_PAGES, users, events):
+for _module in (*_PAGES, recover, users, events):
     router.include_router(_module.router)
 
 __all__ = ["router"]

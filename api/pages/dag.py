@@ -210,11 +210,11 @@ def dag_page(request: Request, dag_id: str, session: DbSession, user: PageUser) 
 
 
 @router.get("/dags/{dag_id}/grid", response_class=HTMLResponse)
-def dag_grid(request: Request, dag_id: str, session: DbSession, _user: PageUser) -> Response:
+def dag_grid(request: Request, dag_id: str, session: DbSession, user: PageUser) -> Response:
     """The grid alone: what the page polls to follow its runs."""
     model = dag_or_404(session, dag_id)
     context = _grid_context(session, model, request)
-    return render(request, "partials/dag/grid.html", context)
+    return render(request, "partials/dag/grid.html", {**context, "may_run": user.may(Role.USER)})
 
 
 @router.get("/dags/{dag_id}/trigger", response_class=HTMLResponse)

@@ -21,22 +21,26 @@ from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser, Principal, require_on_page
 from api.structure import DagStructure, dag_view
 from api.templating import render
-from state.core import DagModel, DagRun, DagRunState, NotFound, utcnow
-from state.engine import TRIGGERED_BY_RUN_TYPE, UnknownDag, clear_task_instances, get_dag_model
-from state.records import (
-    MAX_NOTE_CHARS,
-    Role,
-    TIKey,
-    mark_run_state,
-    record_event,
-    set_run_note,
+from state.core import DagModel, DagRun, DagRunState, NotFound, structure_of, utcnow
+from state.engine import (
+    TRIGGERED_BY_RUN_TYPE,
+    BadScope,
+    Runs,
+    Scope,
+    UnknownDag,
+    UnknownTask,
+    apply_plan,
+    get_dag_model,
+    plan_clear,
+    plan_run_mark,
 )
+from state.records import MAX_NOTE_CHARS, Role, TIKey, record_event, set_run_note
 from state.views import ItemsProgress, TaskSummary, get_run, items_counts, task_summaries
 
 router = APIRouter(include_in_schema=False)
 RUN_PAGE = "/dags/{dag_id}/runs/{run_id}"
 PageRunner = Annotated[Principal, Depends(require_on_page(Role.USER))]
-MISSING = (NotFound, UnknownDag)
+MISSING = (NotFound, UnknownDag, UnknownTask, BadScope)
 
 
 def duration(start: dt.datetime | None, end: dt.datetime | None) -> str:
@@ -121,6 +125,7 @@ def _run_context(session: DbSession, dag_id: str, run_id: str) -> dict[str, Any]
         "when": when,
         "live": run.state in (DagRunState.QUEUED, DagRunState.RUNNING),
         "triggered_by": run.triggered_by or TRIGGERED_BY_RUN_TYPE.get(run.run_type),
+        "groups": sorted(structure_of(model).groups),
     }
 
 
@@ -137,14 +142,14 @@ def run_page(
 
 @router.get(RUN_PAGE + "/partials/tasks", response_class=HTMLResponse)
 def run_tasks_partial(
-    request: Request, dag_id: str, run_id: str, _: PageUser, session: DbSession
+    request: Request, dag_id: str, run_id: str, user: PageUser, session: DbSession
 ) -> Response:
     """The task table alone, for the page to poll while the run goes on."""
     try:
         values = _run_context(session, dag_id, run_id)
     except MISSING as error:
         return missing(request, error)
-    return render(request, "runs/_tasks.html", values)
+    return render(request, "runs/_tasks.html", {**values, "may_run": user.may(Role.USER)})
 
 
 def _act(
@@ -186,11 +191,12 @@ def clear_run(
     session: DbSession,
     context: Context,
 ) -> Response:
-    """Clear every task instance of the run: it runs again from the start."""
+    """Clear every task instance of the run: it runs again from the start (the page's dialog
+    posts to ``…/recover`` instead, after listing what changes)."""
 
     def clear(run: DagRun) -> None:
-        purgers = context.purgers
-        clear_task_instances(session, run, None, False, purgers.xcoms, purgers.states)
+        plan = plan_clear(session, dag_id, Runs(run.run_id), None, Scope())
+        apply_plan(session, plan, who.user, context.purgers)
         record_event(session, who, "clear_dag_run", about_run(run), {"only_failed": False})
 
     return _act(request, session, dag_id, run_id, clear)
@@ -209,7 +215,7 @@ def mark_run(
     """Mark the run success or failed (its unfinished task instances with it)."""
 
     def mark(run: DagRun) -> None:
-        mark_run_state(session, run, state)
+        apply_plan(session, plan_run_mark(session, [run], state), who.user)
         record_event(session, who, "patch_dag_run", about_run(run), {"state": state})
 
     return _act(request, session, dag_id, run_id, mark)

@@ -32,12 +32,19 @@ from state.core import (
     TaskInstance,
     TaskInstanceState,
 )
-from state.engine import clear_task_instances, get_dag_model
+from state.engine import (
+    Runs,
+    Scope,
+    Target,
+    apply_plan,
+    get_dag_model,
+    plan_clear,
+    plan_mark,
+)
 from state.records import (
     MAX_NOTE_CHARS,
     Role,
     TIKey,
-    mark_task_instances,
     record_event,
     set_ti_note,
     tries_of,
@@ -355,12 +362,13 @@ def clear_task(
     context: Context,
     map_index: FormIndex = -1,
 ) -> Response:
-    """Clear the task (every map index of a mapped one): it runs again."""
+    """Clear the task (every map index of a mapped one): it runs again (the page's dialog
+    posts to ``…/recover`` instead, after listing what changes)."""
     try:
         run = get_run(session, dag_id, run_id)
         tis = _chosen_tis(session, run, task_id, -1)
-        purgers = context.purgers
-        clear_task_instances(session, run, [task_id], False, purgers.xcoms, purgers.states)
+        plan = plan_clear(session, dag_id, Runs(run_id), [task_id], Scope())
+        apply_plan(session, plan, who.user, context.purgers)
         for about in about_tis(tis, run.logical_date):
             record_event(session, who, "post_clear_task_instances", about)
     except MISSING as error:
@@ -381,14 +389,14 @@ def mark_task(
     map_index: FormIndex = -1,
 ) -> Response:
     """Mark the task instance (or every map index of a mapped task) success or failed."""
+    target: list[Target] = [task_id if map_index < 0 else (task_id, map_index)]
     try:
         run = get_run(session, dag_id, run_id)
-        tis = _chosen_tis(session, run, task_id, map_index)
-        moved = set(mark_task_instances(session, run, tis, state))
-        for ti in tis:
-            if ti.id in moved:
-                about = about_ti(ti, run.logical_date)
-                record_event(session, who, "patch_task_instance", about, {"new_state": state})
+        plan = plan_mark(session, dag_id, run_id, target, Scope(), state)
+        apply_plan(session, plan, who.user)
+        for ti in _chosen_tis(session, run, task_id, map_index):
+            about = about_ti(ti, run.logical_date)
+            record_event(session, who, "patch_task_instance", about, {"new_state": state})
     except MISSING as error:
         return missing(request, error)
     return RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)

@@ -17,14 +17,22 @@ from api.models.dag_runs import (
     TriggerDAGRunPostBody,
     dag_run_response,
 )
-from api.models.task_instances import TaskInstanceCollectionResponse, ti_response
+from api.models.task_instances import TaskInstanceCollectionResponse
 from api.paging import Paging, RunDates
-from api.routes.clearing import FAILED, tasks_to_clear
+from api.routes.task_instance_writes import collection
 from api.structure import check_conf
-from state.core import CLEARABLE, MAX_PAGE_LIMIT, DagRunState, Page
-from state.engine import clear_task_instances, create_run, get_dag_model
-from state.records import delete_run, mark_run_state, record_event, set_run_note
-from state.views import TIFilter, get_run, list_runs, list_task_instances
+from state.core import DagRunState
+from state.engine import (
+    Runs,
+    Scope,
+    apply_plan,
+    create_run,
+    get_dag_model,
+    plan_clear,
+    plan_run_mark,
+)
+from state.records import delete_run, record_event, set_run_note
+from state.views import get_run, list_runs
 
 router = APIRouter(prefix="/dags/{dag_id}/dagRuns", tags=["DagRun"])
 
@@ -112,7 +120,8 @@ def patch_dag_run(
         set_run_note(session, run, body.note, who.user)
         changed["note"] = body.note
     if body.state is not None and (update_mask is None or "state" in update_mask):
-        mark_run_state(session, run, DagRunState(body.state))
+        plan = plan_run_mark(session, [run], DagRunState(body.state))
+        apply_plan(session, plan, who.user)
         session.refresh(run)
         changed["state"] = body.state
     if changed:
@@ -131,20 +140,13 @@ def clear_dag_run(
 ) -> DAGRunResponse | TaskInstanceCollectionResponse:
     """Clear the run's task instances (only the failed ones with ``only_failed``); a dry run
     lists what would be cleared."""
-    run = get_run(session, dag_id, dag_run_id)
-    task_ids = tasks_to_clear(session, run, FAILED if body.only_failed else None)
+    get_run(session, dag_id, dag_run_id)
+    scope = Scope(only_failed=body.only_failed)
+    plan = plan_clear(session, dag_id, Runs(dag_run_id), None, scope)
     if body.dry_run:
-        states = FAILED if body.only_failed else sorted(CLEARABLE)
-        where = TIFilter(states=[str(s) for s in states])
-        rows, total = list_task_instances(
-            session, dag_id, dag_run_id, Page(limit=MAX_PAGE_LIMIT), where
-        )
-        return TaskInstanceCollectionResponse(
-            task_instances=[ti_response(row) for row in rows], total_entries=total
-        )
-    if task_ids != []:
-        purgers = context.purgers
-        clear_task_instances(session, run, task_ids, False, purgers.xcoms, purgers.states)
+        return collection(plan)
+    apply_plan(session, plan, who.user, context.purgers)
+    run = get_run(session, dag_id, dag_run_id)
     record_event(session, who, "clear_dag_run", about_run(run), {"only_failed": body.only_failed})
     if body.note is not None:
         set_run_note(session, run, body.note, who.user)

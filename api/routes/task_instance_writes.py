@@ -1,15 +1,27 @@
-"""Marking task instances (``PATCH``) and clearing them (``POST …/clearTaskInstances``)."""
+"""Marking task instances and task groups (``PATCH``, and their dry runs), clearing them
+(``POST …/clearTaskInstances``), and the bulk ``PATCH`` of a run's task instances.
+
+Every route asks ``state.engine.recover`` for the plan (which task instances change) and either
+lists it (a dry run) or applies it: what a dry run lists is what the same request does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Mapping, Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy.orm import Session
 
 from api.audit import ActingRunner, about_ti, about_tis
-from api.deps import Context, DbSession
+from api.deps import CanRun, Context, DbSession
+from api.models.bulk import (
+    BulkActionResponse,
+    BulkResponse,
+    BulkTaskInstanceBody,
+    BulkTaskInstancesBody,
+    BulkUpdateTaskInstances,
+)
 from api.models.task_instances import (
     ClearTaskInstancesBody,
     PatchTaskInstanceBody,
@@ -17,54 +29,123 @@ from api.models.task_instances import (
     ti_response,
 )
 from api.paging import MapIndexPath, OptionalMapIndex
-from api.routes.clearing import FAILED
-from api.structure import DagStructure, dag_view
-from state.core import CLEARABLE, MAX_PAGE_LIMIT, DagRun, Page, TaskInstanceState
-from state.engine import clear_task_instances, get_dag_model
-from state.records import Actor, mark_task_instances, record_event, set_ti_note
-from state.views import RunFilter, TIFilter, TIRow, get_run, list_runs, list_task_instances
+from state.core import NotFound, TaskInstance, TaskInstanceState, structure_of
+from state.engine import (
+    BadScope,
+    Plan,
+    Runs,
+    Scope,
+    Target,
+    apply_plan,
+    get_dag_model,
+    group_task_ids,
+    plan_clear,
+    plan_mark,
+    plan_targets,
+)
+from state.records import Actor, record_event, set_ti_note
+from state.views import TIRow, get_run
 
 router = APIRouter(tags=["Task Instance"])
-TI_PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}/taskInstances/{task_id}"
+RUN_PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}"
+TI_PATH = RUN_PATH + "/taskInstances/{task_id}"
+GROUP_PATH = RUN_PATH + "/taskGroupInstances/{group_id}"
+UpdateMask = Annotated[list[str] | None, Query()]
 
 
-def related(
-    view: DagStructure, task_ids: Iterable[str], upstream: bool, downstream: bool
-) -> set[str]:
-    """``task_ids`` with, as asked, every task upstream and downstream of them (transitively)."""
-    chosen = set(task_ids)
-    pending = list(chosen)
-    while pending:
-        task = view.tasks.get(pending.pop())
-        if task is None:
-            continue
-        near = (task.upstream if upstream else ()) + (task.downstream if downstream else ())
-        for other in near:
-            if other not in chosen:
-                chosen.add(other)
-                pending.append(other)
-    return chosen
-
-
-def _refuse_past_and_future(past: bool, future: bool) -> None:
-    if past or future:
-        detail = "include_past and include_future are not supported: name the runs instead"
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, detail)
-
-
-def _collection(rows: list[TIRow]) -> TaskInstanceCollectionResponse:
+def collection(
+    plan: Plan, tis: Sequence[TaskInstance] | None = None
+) -> TaskInstanceCollectionResponse:
+    """Airflow's answer: the task instances (``tis``, else the plan's), with their runs' dates."""
+    runs = {change.ti.id: change.run for change in plan.changes}
+    chosen = plan.tis if tis is None else tis
+    rows = [TIRow(ti, runs[ti.id].logical_date, runs[ti.id].created_at) for ti in chosen]
     return TaskInstanceCollectionResponse(
         task_instances=[ti_response(row) for row in rows], total_entries=len(rows)
     )
 
 
-def _tis_of(session: Session, run: DagRun, task_ids: Collection[str]) -> list[TIRow]:
-    """The task instances of ``task_ids`` in ``run``: at most a page's worth (bounded)."""
-    where = TIFilter(task_ids=sorted(task_ids))
-    rows, _ = list_task_instances(
-        session, run.dag_id, run.run_id, Page(limit=MAX_PAGE_LIMIT), where
+def scope_of(body: PatchTaskInstanceBody | BulkTaskInstanceBody) -> Scope:
+    return Scope(
+        upstream=body.include_upstream,
+        downstream=body.include_downstream,
+        past=body.include_past,
+        future=body.include_future,
     )
-    return rows
+
+
+def _no_note(note: str | None) -> None:
+    if note is not None:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "Tradewind keeps no notes")
+
+
+def _mark(
+    session: Session,
+    key: tuple[str, str],
+    targets: Sequence[Target],
+    body: PatchTaskInstanceBody,
+    update_mask: list[str] | None,
+) -> Plan:
+    """The plan of a mark; without a new state (or masked out), the targets as they are."""
+    dag_id, run_id = key
+    get_run(session, dag_id, run_id)  # 404 for a run that does not exist
+    if body.new_state is None or not _sets_state(body, update_mask):
+        return plan_targets(session, dag_id, run_id, targets)
+    state = TaskInstanceState(body.new_state)
+    return plan_mark(session, dag_id, run_id, targets, scope_of(body), state)
+
+
+def _sets_state(body: PatchTaskInstanceBody, update_mask: list[str] | None) -> bool:
+    return body.new_state is not None and (update_mask is None or "new_state" in update_mask)
+
+
+def _ti_targets(session: Session, dag_id: str, task_id: str, map_index: int | None) -> list[Target]:
+    if task_id not in structure_of(get_dag_model(session, dag_id)).tasks:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {dag_id!r} has no task {task_id!r}")
+    return [task_id if map_index is None else (task_id, map_index)]
+
+
+def _group_targets(session: Session, dag_id: str, group_id: str) -> list[Target]:
+    try:
+        return list(group_task_ids(structure_of(get_dag_model(session, dag_id)), group_id))
+    except BadScope as error:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(error)) from error
+
+
+def _marked(
+    session: Session, plan: Plan, who: Actor, body: PatchTaskInstanceBody, mask: list[str] | None
+) -> TaskInstanceCollectionResponse:
+    if not _sets_state(body, mask):
+        return collection(plan)
+    done = apply_plan(session, plan, who.user)
+    _record(session, who, "patch_task_instance", plan, done, {"new_state": body.new_state})
+    return collection(plan, done)
+
+
+def _record(
+    session: Session,
+    who: Actor,
+    event: str,
+    plan: Plan,
+    tis: Sequence[TaskInstance],
+    extra: Mapping[str, object],
+) -> None:
+    """The event log's rows of an applied plan: one per task (a mapped task's many, one)."""
+    dates = {change.ti.id: change.run.logical_date for change in plan.changes}
+    by_date: dict[object, list[TaskInstance]] = {}
+    for ti in tis:
+        by_date.setdefault(dates.get(ti.id), []).append(ti)
+    for logical_date, group in by_date.items():
+        for about in about_tis(group, logical_date):  # type: ignore[arg-type]
+            record_event(session, who, event, about, extra)
+
+
+def _write_notes(session: Session, who: Actor, plan: Plan, note: str) -> None:
+    dates = {change.ti.id: change.run.logical_date for change in plan.changes}
+    for ti in plan.tis:
+        set_ti_note(session, ti, note, who.user)
+        about = about_ti(ti, dates.get(ti.id))
+        record_event(session, who, "patch_task_instance", about, {"note": note})
 
 
 @router.patch(TI_PATH)
@@ -76,46 +157,50 @@ def patch_task_instance(
     who: ActingRunner,
     session: DbSession,
     map_index: OptionalMapIndex = None,
-    update_mask: Annotated[list[str] | None, Query()] = None,
+    update_mask: UpdateMask = None,
 ) -> TaskInstanceCollectionResponse:
-    """Mark the task instance (and, as asked, its upstream or downstream) success, failed or
-    skipped, and/or write its note; returns the task instances marked (or noted)."""
-    _refuse_past_and_future(body.include_past, body.include_future)
-    view = dag_view(get_dag_model(session, dag_id))
-    if task_id not in view.tasks:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {dag_id!r} has no task {task_id!r}")
-    run = get_run(session, dag_id, dag_run_id)
-    task_ids = related(view, [task_id], body.include_upstream, body.include_downstream)
-    rows = [
-        row
-        for row in _tis_of(session, run, task_ids)
-        if map_index is None or row.ti.task_id != task_id or row.ti.map_index == map_index
-    ]
+    """Mark the task instance (every map index of it without ``map_index``) and, as asked, its
+    upstream, downstream, past and future ones, and/or write its note; returns those marked."""
+    targets = _ti_targets(session, dag_id, task_id, map_index)
     if body.note is not None and (update_mask is None or "note" in update_mask):
-        noted = _write_notes(session, who, [r for r in rows if r.ti.task_id == task_id], body.note)
-        if body.new_state is None:
-            return _collection(noted)
-    if body.new_state is None or (update_mask is not None and "new_state" not in update_mask):
-        return _collection(rows)
-    state = TaskInstanceState(body.new_state)
-    moved = set(mark_task_instances(session, run, [row.ti for row in rows], state))
-    for row in rows:
-        if row.ti.id in moved:
-            session.refresh(row.ti)
-            extra = {"new_state": str(state), "from_task": task_id}
-            record_event(
-                session, who, "patch_task_instance", about_ti(row.ti, row.logical_date), extra
-            )
-    return _collection([row for row in rows if row.ti.id in moved])
+        noted = plan_targets(session, dag_id, dag_run_id, targets)
+        _write_notes(session, who, noted, body.note)
+        if not _sets_state(body, update_mask):
+            return collection(noted)
+    plan = _mark(session, (dag_id, dag_run_id), targets, body, update_mask)
+    return _marked(session, plan, who, body, update_mask)
 
 
-def _write_notes(session: Session, who: Actor, rows: list[TIRow], note: str) -> list[TIRow]:
-    for row in rows:
-        set_ti_note(session, row.ti, note, who.user)
-        record_event(
-            session, who, "patch_task_instance", about_ti(row.ti, row.logical_date), {"note": note}
-        )
-    return rows
+@router.patch(TI_PATH + "/dry_run")
+def patch_task_instance_dry_run(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    body: PatchTaskInstanceBody,
+    _: CanRun,
+    session: DbSession,
+    map_index: OptionalMapIndex = None,
+    update_mask: UpdateMask = None,
+) -> TaskInstanceCollectionResponse:
+    """What ``PATCH`` of the same body would mark, changing nothing."""
+    targets = _ti_targets(session, dag_id, task_id, map_index)
+    return collection(_mark(session, (dag_id, dag_run_id), targets, body, update_mask))
+
+
+@router.patch(TI_PATH + "/{map_index:int}/dry_run")
+def patch_task_instance_dry_run_by_map_index(
+    dag_id: str,
+    dag_run_id: str,
+    task_id: str,
+    map_index: MapIndexPath,
+    body: PatchTaskInstanceBody,
+    _: CanRun,
+    session: DbSession,
+    update_mask: UpdateMask = None,
+) -> TaskInstanceCollectionResponse:
+    return patch_task_instance_dry_run(
+        dag_id, dag_run_id, task_id, body, _, session, map_index, update_mask
+    )
 
 
 @router.patch(TI_PATH + "/{map_index:int}")
@@ -127,25 +212,63 @@ def patch_task_instance_by_map_index(
     body: PatchTaskInstanceBody,
     who: ActingRunner,
     session: DbSession,
-    update_mask: Annotated[list[str] | None, Query()] = None,
+    update_mask: UpdateMask = None,
 ) -> TaskInstanceCollectionResponse:
     return patch_task_instance(
         dag_id, dag_run_id, task_id, body, who, session, map_index, update_mask
     )
 
 
-def _runs_to_clear(session: Session, dag_id: str, body: ClearTaskInstancesBody) -> list[DagRun]:
+@router.patch(GROUP_PATH)
+def patch_task_group_instances(
+    dag_id: str,
+    dag_run_id: str,
+    group_id: str,
+    body: PatchTaskInstanceBody,
+    who: ActingRunner,
+    session: DbSession,
+    update_mask: UpdateMask = None,
+) -> TaskInstanceCollectionResponse:
+    """Mark every task instance of a task group (nested groups included), with the scopes."""
+    _no_note(body.note)
+    targets = _group_targets(session, dag_id, group_id)
+    plan = _mark(session, (dag_id, dag_run_id), targets, body, update_mask)
+    return _marked(session, plan, who, body, update_mask)
+
+
+@router.patch(GROUP_PATH + "/dry_run")
+def patch_task_group_instances_dry_run(
+    dag_id: str,
+    dag_run_id: str,
+    group_id: str,
+    body: PatchTaskInstanceBody,
+    _: CanRun,
+    session: DbSession,
+    update_mask: UpdateMask = None,
+) -> TaskInstanceCollectionResponse:
+    targets = _group_targets(session, dag_id, group_id)
+    return collection(_mark(session, (dag_id, dag_run_id), targets, body, update_mask))
+
+
+def clear_plan(session: Session, dag_id: str, body: ClearTaskInstancesBody) -> Plan:
+    """The plan of ``clearTaskInstances``: a named run (its past and future as asked), or a
+    window of logical dates (opened on the past or future side as asked)."""
     if body.dag_run_id is not None:
-        return [get_run(session, dag_id, body.dag_run_id)]
-    where = RunFilter(logical_date_gte=body.start_date, logical_date_lte=body.end_date)
-    runs, _ = list_runs(session, dag_id, Page(limit=MAX_PAGE_LIMIT, order_by=("-id",)), where)
-    return runs
-
-
-def _wanted_states(body: ClearTaskInstancesBody) -> set[TaskInstanceState]:
-    if body.only_running:
-        return {TaskInstanceState.RUNNING}
-    return set(FAILED) if body.only_failed else set(CLEARABLE)
+        runs = Runs(body.dag_run_id)
+    else:
+        start = None if body.include_past else body.start_date
+        end = None if body.include_future else body.end_date
+        runs = Runs(None, start, end)
+    scope = Scope(
+        upstream=body.include_upstream,
+        downstream=body.include_downstream,
+        past=body.include_past,
+        future=body.include_future,
+        only_failed=body.only_failed,
+        only_running=body.only_running,
+    )
+    get_dag_model(session, dag_id)
+    return plan_clear(session, dag_id, runs, body.task_ids, scope)
 
 
 @router.post("/dags/{dag_id}/clearTaskInstances")
@@ -157,26 +280,67 @@ def post_clear_task_instances(
     context: Context,
 ) -> TaskInstanceCollectionResponse:
     """Clear the task instances the body selects (a dry run, the default, only lists them)."""
-    _refuse_past_and_future(body.include_past, body.include_future)
-    view = dag_view(get_dag_model(session, dag_id))
-    named = {t if isinstance(t, str) else t[0] for t in body.task_ids or ()} or set(view.tasks)
-    unknown = sorted(named - set(view.tasks))
-    if unknown:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {dag_id!r} has no task {unknown[0]!r}")
-    task_ids = related(view, named, body.include_upstream, body.include_downstream)
-    states = _wanted_states(body)
-    chosen: list[TIRow] = []
-    for run in _runs_to_clear(session, dag_id, body):
-        rows = [row for row in _tis_of(session, run, task_ids) if row.ti.state in states]
-        chosen += rows
-        if rows and not body.dry_run:
-            ids = sorted({row.ti.task_id for row in rows})
-            purgers = context.purgers
-            clear_task_instances(session, run, ids, False, purgers.xcoms, purgers.states)
-            extra = {"only_failed": body.only_failed, "only_running": body.only_running}
-            for about in about_tis([row.ti for row in rows], run.logical_date):
-                record_event(session, who, "post_clear_task_instances", about, extra)
     if not body.dry_run:
-        for row in chosen:
-            session.refresh(row.ti)
-    return _collection(chosen)
+        _no_note(body.note)
+    plan = clear_plan(session, dag_id, body)
+    if body.dry_run:
+        return collection(plan)
+    if body.prevent_running_task and any(ti.state == TaskInstanceState.RUNNING for ti in plan.tis):
+        detail = "some of these task instances are running, and prevent_running_task is set"
+        raise HTTPException(status.HTTP_409_CONFLICT, detail)
+    done = apply_plan(session, plan, who.user, context.purgers, body.reset_dag_runs)
+    extra = {"only_failed": body.only_failed, "only_running": body.only_running}
+    _record(session, who, "post_clear_task_instances", plan, done, extra)
+    return collection(plan, done)
+
+
+@router.patch(RUN_PATH + "/taskInstances")
+def bulk_task_instances(
+    dag_id: str, dag_run_id: str, body: BulkTaskInstancesBody, who: ActingRunner, session: DbSession
+) -> BulkResponse:
+    """Mark several task instances, each entity with its own scopes (``~`` for the DAG or the
+    run: each entity names its own). Deleting or creating task instances is refused."""
+    answer = BulkResponse()
+    for action in body.actions:
+        result = BulkActionResponse()
+        if isinstance(action, BulkUpdateTaskInstances):
+            for entity in action.entities:
+                _bulk_mark(session, (dag_id, dag_run_id), entity, who.user, result)
+            answer.update = result
+        else:
+            detail = f"task instances cannot be {action.action}d in bulk here: mark or clear them"
+            result.errors.append({"error": detail, "status_code": 400})
+            setattr(answer, action.action, result)
+    return answer
+
+
+def _bulk_mark(
+    session: Session,
+    path: tuple[str, str],
+    entity: BulkTaskInstanceBody,
+    by: str | None,
+    result: BulkActionResponse,
+) -> None:
+    dag_id = entity.dag_id or path[0]
+    run_id = entity.dag_run_id or path[1]
+    if "~" in (dag_id, run_id) or entity.new_state is None:
+        result.errors.append(
+            {
+                "error": f"{entity.task_id}: name its dag_id, dag_run_id and new_state",
+                "status_code": 400,
+            }
+        )
+        return
+    try:
+        targets = _ti_targets(session, dag_id, entity.task_id, entity.map_index)
+        state = TaskInstanceState(entity.new_state)
+        get_run(session, dag_id, run_id)
+        plan = plan_mark(session, dag_id, run_id, targets, scope_of(entity), state)
+        for ti in apply_plan(session, plan, by):
+            result.success.append(f"{ti.dag_id}.{ti.run_id}.{ti.task_id}[{ti.map_index}]")
+    except (BadScope, NotFound) as error:
+        result.errors.append(
+            {"error": str(error), "status_code": 404 if isinstance(error, NotFound) else 400}
+        )
+    except HTTPException as error:
+        result.errors.append({"error": error.detail, "status_code": error.status_code})

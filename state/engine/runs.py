@@ -234,6 +234,30 @@ def clear_task_instances(
     # populate_existing: a row this session loaded earlier may be stale; clear what it is now.
     loaded = session.scalars(query, execution_options={"populate_existing": True})
     tis = [ti for ti in loaded if ti.state in CLEARABLE]
+    cleared = reset_task_instances(session, run, tis, tasks, keep_state, purge_xcoms, purge_states)
+    marked = [ti.task_id for ti in tis]
+    for other in marked_clears(session, run, tasks, marked, hop or MarkerHop()):
+        cleared += clear_task_instances(
+            session, other.run, other.task_ids, keep_state, purge_xcoms, purge_states, other.hop
+        )
+    return cleared
+
+
+def reset_task_instances(
+    session: Session,
+    run: DagRun,
+    tis: Sequence[TaskInstance],
+    tasks: Mapping[str, TaskSpec],
+    keep_state: bool = False,
+    purge_xcoms: Callable[[Sequence[XCom]], None] | None = None,
+    purge_states: Callable[[Sequence[TaskStateValue]], None] | None = None,
+    reset_run: bool = True,
+) -> int:
+    """Clear exactly ``tis`` (of ``run``, loaded now): no marker followed, nothing added.
+
+    Returns how many moved; the run goes back to ``queued`` (unless ``reset_run`` is False)
+    when one of them did and it had ended, so the scheduler runs them again.
+    """
     cleared = 0
     for ti in tis:
         spec = tasks.get(ti.task_id)
@@ -256,14 +280,9 @@ def clear_task_instances(
             keep_cleared_try(session, copy)
             _discard_results(session, ti, keep_state, purge_xcoms, purge_states)
             cleared += 1
-    if cleared and run.state in (DagRunState.SUCCESS, DagRunState.FAILED):
+    if reset_run and cleared and run.state in (DagRunState.SUCCESS, DagRunState.FAILED):
         values = {"end_date": None}
         transition_run(session, run.id, [DagRunState(run.state)], DagRunState.QUEUED, values)
-    marked = [ti.task_id for ti in tis]
-    for other in marked_clears(session, run, tasks, marked, hop or MarkerHop()):
-        cleared += clear_task_instances(
-            session, other.run, other.task_ids, keep_state, purge_xcoms, purge_states, other.hop
-        )
     return cleared
 
 

@@ -22,7 +22,7 @@ def test_commands_are_recorded_with_the_user_and_host(cli: Cli) -> None:
     for args in (
         ("dags", "trigger", "pair", "--run-id", "r1"),
         ("variables", "set", "api_key", "abc123"),
-        ("tasks", "clear", "pair", "r1", "--task-id", "first"),
+        ("tasks", "clear", "pair", "r1", "--task-id", "first", "--yes"),
         ("dags", "pause", "pair"),
     ):
         result = cli(*args)

@@ -64,7 +64,7 @@ def test_dags_test_drives_the_triggered_run_and_a_marker_clears_it(
     assert "target c1__target: success" in output
     assert "controller c1: success" in output
 
-    cleared = run_cli("tasks", "clear", "controller", "c1", "--task-id", "mark")
+    cleared = run_cli("tasks", "clear", "controller", "c1", "--task-id", "mark", "--yes")
     assert cleared.returncode == 0, cleared.stderr
     with session_scope(get_settings().sql_url) as session:
         run = session.scalars(select(DagRun).where(DagRun.run_id == "c1__target")).one()

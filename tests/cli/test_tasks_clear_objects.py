@@ -47,7 +47,7 @@ def test_a_clear_deletes_the_objects_of_the_state_it_discards(
         )
         session.execute(update(TaskInstance).values(state="success"))
 
-    result = cli("tasks", "clear", "pair", "r1", "--task-id", "first", *flags)
+    result = cli("tasks", "clear", "pair", "r1", "--task-id", "first", "--yes", *flags)
 
     assert result.exit_code == 0, result.output
     assert big.exists() is kept

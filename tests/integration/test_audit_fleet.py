@@ -148,7 +148,10 @@ def test_a_retried_task_followed_live_and_who_cleared_it(
 
         page.goto(TASK_PAGE)
         assert "first try: source not ready" in page.locator("#note").inner_text()
-        page.locator('form[action$="/tasks/wobble/clear"] button').click()
+        page.click("#pg-task-live button[data-recover=clear]")  # the dialog lists it
+        page.wait_for_selector("#rc-list .rc-row")
+        page.click("#rc-confirm")
+        page.wait_for_selector(".flash.ok")
         page.goto("/dags/flaky?tab=events&event=post_clear_task_instances")
         row = page.locator('tr[data-event="post_clear_task_instances"]')
         assert row.locator("td.who").inner_text() == "admin"

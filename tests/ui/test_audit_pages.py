@@ -96,7 +96,10 @@ def test_the_events_tab_and_the_tries_in_chromium(
     page.goto(f"{RUN}/tasks/only")
     page.fill("form.note textarea", "the source was late")
     page.click("form.note button")
-    page.locator("form[action$='/tasks/only/clear'] button").click()
+    page.click("#pg-task-live button[data-recover=clear]")  # the dialog lists it
+    page.wait_for_selector("#rc-list .rc-row")
+    page.click("#rc-confirm")
+    page.wait_for_selector(".flash.ok")
     (queued,) = home.schedule(run_pk)
     home.end_try(queued.ti_id, TI.SUCCESS, hostname="w2", start_date=utcnow(), end_date=utcnow())
     page.goto(f"{RUN}/tasks/only")

@@ -135,7 +135,9 @@ def test_a_cleared_task_is_shown_running_again(sqlite_home: Home, page: Any, sho
     page.wait_for_selector(".state-badge.state-failed")
     shoot(page, "task-failed")
     page.click("button:has-text('Clear')")
-    page.wait_for_selector(".state-badge.state-none")
+    page.wait_for_selector("#rc-list .rc-row")  # the confirmation lists it first
+    page.click("#rc-confirm")
+    page.wait_for_selector("#pg-task-live .state-badge.state-none")
     assert sqlite_home.states(run_pk)["only"] == TaskInstanceState.NONE
     sqlite_home.schedule(run_pk)  # the scheduler's pass queues it again
     page.wait_for_selector("#pg-task-live .state-badge.state-queued", timeout=60_000)  # no reload
