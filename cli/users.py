@@ -43,16 +43,20 @@ app = typer.Typer(
 )
 
 _PASSWORD_OPTION = typer.Option(
-    "--password", help="Asked for (twice, hidden) when not given and there is a terminal."
+    "--password",
+    help="Asked for (twice, hidden) on a terminal when not given; else stdin's first line.",
 )
 
 
 def _password(given: str | None) -> str:
     """The ``--password`` given, or one asked for on the terminal; never empty."""
     if given is None:
-        if not sys.stdin.isatty():
-            fail("give --password: there is no terminal to ask for one on", 2)
-        given = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+        if not sys.stdin.isatty():  # a pipe: its first line is the password (nothing echoed)
+            given = sys.stdin.readline().rstrip("\r\n")
+            if not given:
+                fail("give --password (or pipe it on stdin): there is no terminal to ask on", 2)
+        else:
+            given = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
     if not given:
         fail("--password must not be empty", 2)
     return given

@@ -148,6 +148,7 @@ def run_tradewind(
         capture_output=True,
         text=True,
         timeout=timeout,
+        stdin=subprocess.DEVNULL,  # as a job with nothing to read: never the test run's own
     )
 
 

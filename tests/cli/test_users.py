@@ -82,6 +82,8 @@ def test_a_password_without_a_terminal_to_ask_on_is_one_line(
 ) -> None:
     created = run_cli("users", "create", "--username", "ana")  # stdin: no terminal
     assert created.returncode == 2
-    assert created.stderr == "error: give --password: there is no terminal to ask for one on\n"
+    assert created.stderr == (
+        "error: give --password (or pipe it on stdin): there is no terminal to ask on\n"
+    )
     changed = run_cli("users", "set-password", "ana")
     assert changed.returncode == 2 and changed.stderr.startswith("error: give --password")

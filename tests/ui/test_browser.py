@@ -89,7 +89,7 @@ def test_the_paused_switch(page: Any, sqlite_home: Home, shoot: Shoot) -> None:
 
 def test_the_graph_code_and_details_tabs(page: Any, sqlite_home: Home, shoot: Shoot) -> None:
     page.goto("/dags/etl?tab=graph")
-    assert page.locator("svg.graph g.node").count() == 3
+    assert page.locator("svg.graph .node").count() == 3
     shoot(page, "graph")
     page.goto("/dags/etl?tab=code")
     shoot(page, "code")

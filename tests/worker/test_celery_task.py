@@ -102,7 +102,7 @@ def test_a_valid_message_is_executed_and_publishes_on_the_tasks_app(
 ) -> None:
     published: list[tuple[Any, Any]] = []
     monkeypatch.setattr(
-        celery_app, "publish_many", lambda app, ready: published.append((app, ready))
+        celery_app, "publish_many", lambda app, ready, **_: published.append((app, ready))
     )
     stub = SimpleNamespace(app="the app")
 
