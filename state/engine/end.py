@@ -178,8 +178,6 @@ def _carry_out(url: str, end: Verdict, plan: Plan) -> Recorded:
         with session_scope(url) as session:
             if not record_end(session, end):
                 return Recorded(False, [])
-            if end.state == TI.UP_FOR_RETRY:  # its retry is the scheduler's, when due
-                return Recorded(True, [])
             return Recorded(True, pass_after_end(session, end.run_pk, plan.successor))
     done = _hand_over(url, end, _taker(end, plan))
     if done.recorded and not done.enqueued and plan.then is not None:

@@ -328,16 +328,13 @@ def test_a_raising_task_is_retried_then_failed_and_its_failure_callback_runs_onc
 ) -> None:
     run_pk, [first] = start(home, "flaky")
 
-    assert run_one(home, first) == "up_for_retry"
+    published: list[Enqueue] = []
+    assert execute(message_of(first), home.settings, publish=published.extend) == "up_for_retry"
     ti = home.ti(run_pk, "boom")
-    assert ti.state == TI.UP_FOR_RETRY
-    assert ti.next_retry_at is not None and ti.end_date is not None
-    assert ti.next_retry_at >= ti.end_date  # retry_delay=0: due at once
     assert ti.error == "ValueError: boom went the task"
     assert out(home, "failure_callback") == []  # tries were left: not a final failure
     assert home.run_state(run_pk) == DagRunState.RUNNING
-
-    [retry] = home.schedule(run_pk)
+    [retry] = published  # retry_delay=0: the end's own pass queued the retry at once
     assert (retry.ti_id, retry.try_number) == (first.ti_id, 2)
     assert run_tries(home, run_pk, [retry]) == ["failed"]
     ti = home.ti(run_pk, "boom")
