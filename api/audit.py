@@ -9,10 +9,11 @@ which address. The ``Page…`` ones do the same for the pages' forms, as ``ui``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
-from typing import Annotated
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from sqlalchemy.orm import Session
 
 from api.deps import (
     CanAdmin,
@@ -24,7 +25,8 @@ from api.deps import (
     Principal,
 )
 from state.core import DagRun, TaskInstance
-from state.records import About, Actor, Origin
+from state.engine import Plan
+from state.records import About, Actor, Origin, record_event
 
 
 def client_of(request: Request) -> str | None:
@@ -61,6 +63,25 @@ def about_tis(tis: Iterable[TaskInstance], logical_date: dt.datetime | None) -> 
             first = of_task[0]
             abouts.append(About(first.dag_id, first.run_id, task_id, None, None, logical_date))
     return abouts
+
+
+def record_plan(
+    session: Session,
+    who: Actor,
+    event: str,
+    plan: Plan,
+    tis: Iterable[TaskInstance],
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """The event log's rows of an applied clear or mark: one per task of ``tis`` (a mapped
+    task's many, one) with its run's logical date, read from the plan."""
+    dates = {change.ti.id: change.run.logical_date for change in plan.changes}
+    by_date: dict[dt.datetime | None, list[TaskInstance]] = {}
+    for ti in tis:
+        by_date.setdefault(dates.get(ti.id), []).append(ti)
+    for logical_date, of_run in by_date.items():
+        for about in about_tis(of_run, logical_date):
+            record_event(session, who, event, about, extra)
 
 
 def _actor(request: Request, user: Principal, origin: Origin) -> Actor:

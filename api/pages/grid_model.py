@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from markupsafe import Markup, escape
 
 from api.pages.graph_layout import short_name
+from api.pages.runs import duration
 from state.core import DagStructure, TaskInstanceState, utcnow
 from state.views import GridCounts, RunSummary
 
@@ -305,14 +306,7 @@ class Grid:
         return round(RUN_BAR_MIN + (RUN_BAR_MAX - RUN_BAR_MIN) * share)
 
     def took(self, run: RunSummary) -> str:
-        seconds = _seconds(run)
-        if run.start_date is None:
-            return "not started"
-        if seconds < 60:
-            return f"{seconds:.1f}s"
-        minutes, secs = divmod(int(seconds), 60)
-        hours, minutes = divmod(minutes, 60)
-        return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+        return duration(run.start_date, run.end_date) or "not started"
 
 
 #: A run bar's height in pixels: the shortest (or a run not started) and the longest shown.

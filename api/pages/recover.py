@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api.audit import PageActingRunner, about_run, about_tis
+from api.audit import PageActingRunner, about_run, record_plan
 from api.csrf import FormPost
 from api.deps import Context, DbSession, PageCanRun
 from api.pages.common import back_to, flash, local_path
@@ -179,13 +179,7 @@ def _record(
             record_event(session, who, event, about_run(run), {**extra, "state": form.state})
         return
     event = "post_clear_task_instances" if form.action == "clear" else "patch_task_instance"
-    dates = {change.ti.id: change.run.logical_date for change in plan.changes}
-    by_date: dict[Any, list[TaskInstance]] = {}
-    for ti in done:
-        by_date.setdefault(dates.get(ti.id), []).append(ti)
-    for logical_date, tis in by_date.items():
-        for about in about_tis(tis, logical_date):
-            record_event(session, who, event, about, {**extra, "state": form.state or None})
+    record_plan(session, who, event, plan, done, {**extra, "state": form.state or None})
 
 
 def summary(form: RecoverForm, count: int, runs: int) -> str:

@@ -7,13 +7,13 @@ lists it (a dry run) or applies it: what a dry run lists is what the same reques
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, status
 from sqlalchemy.orm import Session
 
-from api.audit import ActingRunner, about_ti, about_tis
+from api.audit import ActingRunner, about_ti, record_plan
 from api.deps import CanRun, Context, DbSession
 from api.models.bulk import (
     BulkActionResponse,
@@ -118,26 +118,8 @@ def _marked(
     if not _sets_state(body, mask):
         return collection(plan)
     done = apply_plan(session, plan, who.user)
-    _record(session, who, "patch_task_instance", plan, done, {"new_state": body.new_state})
+    record_plan(session, who, "patch_task_instance", plan, done, {"new_state": body.new_state})
     return collection(plan, done)
-
-
-def _record(
-    session: Session,
-    who: Actor,
-    event: str,
-    plan: Plan,
-    tis: Sequence[TaskInstance],
-    extra: Mapping[str, object],
-) -> None:
-    """The event log's rows of an applied plan: one per task (a mapped task's many, one)."""
-    dates = {change.ti.id: change.run.logical_date for change in plan.changes}
-    by_date: dict[object, list[TaskInstance]] = {}
-    for ti in tis:
-        by_date.setdefault(dates.get(ti.id), []).append(ti)
-    for logical_date, group in by_date.items():
-        for about in about_tis(group, logical_date):  # type: ignore[arg-type]
-            record_event(session, who, event, about, extra)
 
 
 def _write_notes(session: Session, who: Actor, plan: Plan, note: str) -> None:
@@ -290,7 +272,7 @@ def post_clear_task_instances(
         raise HTTPException(status.HTTP_409_CONFLICT, detail)
     done = apply_plan(session, plan, who.user, context.purgers, body.reset_dag_runs)
     extra = {"only_failed": body.only_failed, "only_running": body.only_running}
-    _record(session, who, "post_clear_task_instances", plan, done, extra)
+    record_plan(session, who, "post_clear_task_instances", plan, done, extra)
     return collection(plan, done)
 
 
