@@ -34,12 +34,14 @@ class BaseNotifier(LoggingMixin):
         def unresolved(arg: Any) -> Any:
             raise TypeError(f"{type(self).__name__}: an XComArg cannot be a notifier's field")
 
+        values = dict(context)
+        operator = getattr(values.get("task"), "operator", None)
+        if operator is not None:  # ``{{ task.options }}`` is a classic operator's, as in Airflow
+            values["task"] = operator
         for name in self.template_fields:
             where = f"{type(self).__name__} field {name}"
             value = getattr(self, name, None)
-            rendered = render_value(
-                value, dict(context), dag, unresolved, tuple(self.template_ext), where
-            )
+            rendered = render_value(value, values, dag, unresolved, tuple(self.template_ext), where)
             setattr(self, name, rendered)
 
     def __call__(self, *args: Any) -> None:

@@ -18,6 +18,7 @@ from api.pages import (
     dags,
     events,
     gantt,
+    hitl,
     home,
     recover,
     resources,
@@ -28,7 +29,7 @@ from api.pages import (
 
 router = APIRouter(include_in_schema=False)
 _PAGES = (home, dags, dag, gantt, runs, task_instances, browse, catalog, backfills, resources)
-for _module in (*_PAGES, recover, users, events):
+for _module in (*_PAGES, hitl, recover, users, events):
     router.include_router(_module.router)
 
 __all__ = ["router"]

@@ -6,10 +6,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from state.core import DagRun, HITLDetail, TaskInstance, TaskInstanceState
+from state.core import DagRun, HITLDetail, Page, TaskInstance, TaskInstanceState, page_of
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,26 @@ class QuestionFilter:
     state: tuple[str, ...] = ()
     response_received: bool | None = None
     subject_search: str | None = None
+    body_search: str | None = None
+    dag_id_pattern: str | None = None
+    task_id_pattern: str | None = None
+
+
+#: What the list orders by (Airflow's names); newest first unless told.
+_ORDERS: dict[str, Any] = {
+    "ti_id": HITLDetail.ti_id,
+    "subject": HITLDetail.subject,
+    "created_at": HITLDetail.created_at,
+    "responded_at": HITLDetail.responded_at,
+    "dag_id": TaskInstance.dag_id,
+    "run_id": TaskInstance.run_id,
+    "task_instance_state": TaskInstance.state,
+    "run_after": DagRun.created_at,
+}
 
 
 def list_questions(
-    session: Session, where: QuestionFilter, limit: int, offset: int
+    session: Session, where: QuestionFilter, page: Page
 ) -> tuple[list[Question], int]:
     """A page of questions, newest first, with the total of the filter."""
     query = (
@@ -71,16 +87,19 @@ def list_questions(
         conditions.append(HITLDetail.responded_at.is_not(None))
     elif where.response_received is False:
         conditions.append(HITLDetail.responded_at.is_(None))
-    if where.subject_search:
-        conditions.append(HITLDetail.subject.ilike(f"%{where.subject_search}%"))
-    query = query.where(*conditions)
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.execute(
-        query.order_by(HITLDetail.created_at.desc(), HITLDetail.ti_id.desc())
-        .limit(limit)
-        .offset(offset)
-    ).all()
-    return [Question(*row) for row in rows], int(total)
+    searches = (
+        (HITLDetail.subject, where.subject_search),
+        (HITLDetail.body, where.body_search),
+        (TaskInstance.dag_id, where.dag_id_pattern),
+        (TaskInstance.task_id, where.task_id_pattern),
+    )
+    for column, text in searches:
+        if text:
+            conditions.append(column.ilike(f"%{text}%"))
+    rows, total = page_of(
+        session, query.where(*conditions), page, _ORDERS, ("-created_at", "-ti_id")
+    )
+    return [Question(*row) for row in rows], total
 
 
 def waiting_questions(session: Session, dag_id: str, run_id: str) -> list[Question]:
@@ -93,7 +112,6 @@ def waiting_questions(session: Session, dag_id: str, run_id: str) -> list[Questi
             state=(TaskInstanceState.AWAITING_INPUT,),
             response_received=False,
         ),
-        limit=1000,
-        offset=0,
+        Page(limit=1000),
     )
     return found

@@ -216,7 +216,8 @@ class HITLOperator(BaseOperator):
         options: list[str] | None = None,
         params_input: Mapping[str, Any] | None = None,
     ) -> str:
-        operator = context["task"]
+        task = context["task"]
+        operator = getattr(task, "operator", None) or task  # the context's task or operator
         if not isinstance(operator, HITLOperator):
             raise ValueError("generate_link_to_ui_from_context supports HITLOperator tasks only")
         return operator.generate_link_to_ui(
