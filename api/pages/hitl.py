@@ -123,7 +123,9 @@ def _value(kind: str, text: str, nullable: bool, name: str) -> Any:
         if kind == "json":
             return json.loads(text)
     except ValueError:
-        raise AnswerRefused(400, f"{name}: {text!r} is not a {kind}") from None
+        raise AnswerRefused(
+            400, f"{name}: {text!r} is not {'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        ) from None
     return text
 
 
