@@ -16,7 +16,6 @@ from tradewind.standard.datetime_branch import (
     target_times_as_dates,
 )
 from tradewind.standard.empty import DummyOperator, EmptyOperator, SmoothOperator
-from tradewind.standard.hitl import ApprovalOperator
 from tradewind.standard.latest_only import LatestOnlyOperator
 from tradewind.standard.options import run_execute_callbacks
 from tradewind.standard.weekday import WeekDay
@@ -35,13 +34,9 @@ def test_an_empty_operator_does_nothing_and_dummy_is_its_airflow_2_name() -> Non
     assert empty.execute(context_of(empty)) is None
 
 
-def test_smooth_operator_logs_its_link_and_the_hitl_operators_are_refused(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_smooth_operator_logs_its_link(capsys: pytest.CaptureFixture[str]) -> None:
     with DAG("others"):
         smooth = SmoothOperator(task_id="s")
-        with pytest.raises(DagDefinitionError, match="ApprovalOperator a: human-in-the-loop"):
-            ApprovalOperator(task_id="a", subject="ok?")
 
     smooth.execute(context_of(smooth))
     assert "Smooth Operator: https://" in capsys.readouterr().out

@@ -74,7 +74,7 @@ with DAG("parentage"):
     double(parentage())
 
 
-@task(execution_timeout=dt.timedelta(seconds=1.5))
+@task(execution_timeout=dt.timedelta(seconds=6))  # time to start on a busy machine
 def slow():
     child = subprocess.Popen(["sleep", "60"])
     note("grandchild", str(child.pid))
@@ -201,7 +201,7 @@ def test_execution_timeout_kills_the_group_of_a_task_the_server_forked(home: Hom
     [task_pid] = [int(pid) for pid in out(home, "slow_pid")]
     assert wait_until(lambda: pid_gone(grandchild)), "the task's own child outlived the timeout"
     assert wait_until(lambda: pid_gone(task_pid))
-    assert home.ti(run_pk, "slow").error == "execution_timeout of 1.5s exceeded"
+    assert home.ti(run_pk, "slow").error == "execution_timeout of 6s exceeded"
 
 
 def test_a_fork_server_killed_between_tries_is_started_again(home: Home) -> None:
