@@ -197,7 +197,7 @@ def _selected(session: DbSession, key: TIKey, mapped: bool) -> TaskInstance | No
     return get_task_instance(session, key).ti
 
 
-def _task_context(
+def task_context(
     session: DbSession,
     context: Context,
     key: TIKey,
@@ -267,7 +267,7 @@ def task_page(
 ) -> Response:
     key = TIKey(dag_id, run_id, task_id, map_index)
     try:
-        values = _task_context(session, context, key, try_number, offset)
+        values = task_context(session, context, key, try_number, offset)
     except MISSING as error:
         return missing(request, error)
     return render(request, "runs/task.html", {**values, "may_run": user.may(Role.USER)})
@@ -288,7 +288,7 @@ def task_live_partial(
     """The task page's live part alone: its state, actions, why it waits, its tries."""
     key = TIKey(dag_id, run_id, task_id, map_index)
     try:
-        values = _task_context(session, context, key, try_number, 0, whole=False)
+        values = task_context(session, context, key, try_number, 0, whole=False)
     except MISSING as error:
         return missing(request, error)
     return render(request, "runs/_task_live.html", {**values, "may_run": user.may(Role.USER)})
@@ -309,7 +309,7 @@ def task_body_partial(
     """The part below the live one: the chosen try's log, the items, XComs and state values."""
     key = TIKey(dag_id, run_id, task_id, map_index)
     try:
-        values = _task_context(session, context, key, try_number, 0)
+        values = task_context(session, context, key, try_number, 0)
     except MISSING as error:
         return missing(request, error)
     return render(request, "runs/_task_body.html", {**values, "may_run": user.may(Role.USER)})

@@ -50,7 +50,15 @@ if TYPE_CHECKING:
         run_counts,
     )
     from state.views.metrics import FleetNow, Reported, read_fleet
-    from state.views.overview import GridCounts, RunSummary, grid_cells, latest_runs, recent_runs
+    from state.views.overview import (
+        EarlierTries,
+        GridCounts,
+        RunSummary,
+        earlier_tries,
+        grid_cells,
+        latest_runs,
+        recent_runs,
+    )
     from state.views.progress import (
         PROGRESS_KEY,
         ItemsProgress,
@@ -109,6 +117,8 @@ _MODULE_OF = {
     "EventFilter": "asset_listing",
     "EventRow": "asset_listing",
     "GridCounts": "overview",
+    "EarlierTries": "overview",
+    "earlier_tries": "overview",
     "HandMadeEvent": "asset_listing",
     "ItemsProgress": "progress",
     "PROGRESS_KEY": "progress",
@@ -180,6 +190,7 @@ __all__ = [
     "AssetView",
     "DagFilter",
     "DagsIn",
+    "EarlierTries",
     "EventFilter",
     "EventLogFilter",
     "EventRow",
@@ -208,6 +219,7 @@ __all__ = [
     "count_runs_by_state",
     "create_event_by_hand",
     "dag_tags",
+    "earlier_tries",
     "files_with_import_errors",
     "get_alias",
     "get_asset_view",
