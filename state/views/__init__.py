@@ -93,8 +93,10 @@ if TYPE_CHECKING:
         active_in_dag,
         items_counts,
         items_view,
+        run_ti_counts,
         task_state_values,
         task_summaries,
+        tasks_in_state,
     )
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
@@ -180,6 +182,8 @@ _MODULE_OF = {
     "task_instance_by_id": "run_listing",
     "task_state_values": "run_view",
     "task_summaries": "run_view",
+    "run_ti_counts": "run_view",
+    "tasks_in_state": "run_view",
     "upstream_states": "run_listing",
 }
 
@@ -259,12 +263,14 @@ __all__ = [
     "run_counts",
     "run_states",
     "run_task_instances",
+    "run_ti_counts",
     "run_waits",
     "runs_by_day",
     "task_ids_in_states",
     "task_instance_by_id",
     "task_state_values",
     "task_summaries",
+    "tasks_in_state",
     "upstream_states",
 ]
 
