@@ -28,7 +28,7 @@ from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser
 from api.log_lines import parse
 from api.logs import LogWindow, read_after, read_before, read_tail, try_log
-from api.pages.runs import MISSING, RUN_PAGE, duration, missing, run_url, when
+from api.pages.runs import MISSING, RUN_PAGE, duration, missing, page_dag, run_url, when
 from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
 from api.templating import render
@@ -46,7 +46,6 @@ from state.engine import (
     Scope,
     Target,
     apply_plan,
-    get_dag_model,
     plan_clear,
     plan_mark,
 )
@@ -206,7 +205,7 @@ def task_context(
     whole: bool = True,
 ) -> dict[str, Any]:
     """What the task page shows; without ``whole``, only its live part (state, tries, why)."""
-    model = get_dag_model(session, key.dag_id)
+    model = page_dag(session, key.dag_id)
     run = get_run(session, key.dag_id, key.run_id)
     structure = dag_view(model)
     spec = structure.tasks.get(key.task_id)

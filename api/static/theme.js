@@ -15,8 +15,9 @@
     var button = document.getElementById("theme-toggle");
     if (button) {
       button.setAttribute("aria-pressed", String(theme === "dark"));
-      button.textContent = theme === "dark" ? "☀ Light" : "☾ Dark";
+      button.textContent = theme === "dark" ? "☀" : "☾";
       button.title = "Switch to the " + (theme === "dark" ? "light" : "dark") + " colours";
+      button.setAttribute("aria-label", button.title);
     }
   }
   apply();
