@@ -62,6 +62,9 @@ def blockers(situation: Situation, now: dt.datetime) -> list[Blocker]:
     if state == TI.DEFERRED:
         reason = "the task is deferred: it resumes when its trigger fires in the triggerer"
         found.append(Blocker("Task Deferred", reason))
+    if state == TI.AWAITING_INPUT:
+        reason = "the task waits for a person's answer: give it on this page or the API"
+        found.append(Blocker("Awaiting Input", reason))
     if state == TI.NONE:
         found += _upstream_blockers(situation)
     if state == TI.SCHEDULED and situation.pool is not None and situation.pool.open == 0:

@@ -36,8 +36,15 @@ from state.core import (
     session_scope,
     utcnow,
 )
-from state.engine import Enqueue, RunExists, UnknownDag, create_run, schedule_run_by_pk
-from state.views import get_run, run_waits, task_instance_by_id
+from state.engine import (
+    Enqueue,
+    RunExists,
+    UnknownDag,
+    create_run,
+    schedule_run_by_pk,
+    time_out_questions,
+)
+from state.views import get_run, run_waits, task_instance_by_id, waiting_questions
 from tradewind.ids import InvalidId
 from tradewind.settings import Settings
 from worker.supervisor.cross_dag_requests import RUN_CREATED_HOOKS
@@ -47,7 +54,12 @@ from worker.supervisor.logs import log_path
 if TYPE_CHECKING:
     from state.core import Session
 
-WAITING = ACTIVE | {TaskInstanceState.SCHEDULED, TaskInstanceState.DEFERRED}
+WAITING = ACTIVE | {
+    TaskInstanceState.SCHEDULED,
+    TaskInstanceState.DEFERRED,
+    # A person's answer (the UI or the API of a server on the same store), or its timeout.
+    TaskInstanceState.AWAITING_INPUT,
+}
 
 
 def run_inline(
@@ -164,8 +176,10 @@ def _existing_run(session: Session, dag_id: str, run_id: str | None) -> DagRun |
 def drive(settings: Settings, url: str, run_pk: int, console: Console, logs: bool) -> str:
     """Schedule and run the run's tries here until it ends; returns its final state."""
     pending: list[Enqueue] = []
+    asked: set[int] = set()
     while True:
         with session_scope(url) as session:
+            time_out_questions(session)  # no scheduler here: its defaults answer in this loop
             pending.extend(schedule_run_by_pk(session, run_pk))
         ran = bool(pending)
         while pending:
@@ -174,9 +188,37 @@ def drive(settings: Settings, url: str, run_pk: int, console: Console, logs: boo
         if state in RUN_FINISHED:
             return state
         if not ran:
+            _say_what_is_asked(settings, url, run_pk, asked, console)
             if wait_seconds is None:
                 fail(_stuck(url, run_pk, state))
             time.sleep(wait_seconds)
+
+
+def _say_what_is_asked(
+    settings: Settings, url: str, run_pk: int, asked: set[int], console: Console
+) -> None:
+    """Once per question: which task waits for a person, and where to answer it."""
+    with session_scope(url) as session:
+        run = session.get_one(DagRun, run_pk)
+        waiting = [q for q in waiting_questions(session, run.dag_id, run.run_id)]
+    for question in waiting:
+        if question.ti.id in asked:
+            continue
+        asked.add(question.ti.id)
+        ti, detail = question.ti, question.detail
+        where = f"{settings.public_url}/dags/{ti.dag_id}/runs/{ti.run_id}/tasks/{ti.task_id}"
+        timeout = (
+            f"; its defaults answer at {detail.timeout_at:%H:%M:%S} UTC"
+            if (detail.timeout_at and detail.defaults)
+            else ""
+        )
+        console.print(
+            f"{ti.task_id} waits for an answer to {detail.subject!r} "
+            f"(options {', '.join(detail.options)}): answer it at {where} "
+            f"(`tradewind api-server` on this store), or with the API's PATCH "
+            f".../taskInstances/{ti.task_id}/{ti.map_index}/hitlDetails{timeout}",
+            style="dark_orange",
+        )
 
 
 def _stuck(url: str, run_pk: int, state: str) -> str:

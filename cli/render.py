@@ -44,6 +44,7 @@ STATE_STYLES = {
     "up_for_retry": "yellow",
     "up_for_reschedule": "yellow",
     "deferred": "medium_purple",
+    "awaiting_input": "dark_orange",
     "running": "cyan",
     "queued": "blue",
     "scheduled": "magenta",

@@ -53,6 +53,7 @@ from state.engine import (
     find_zombies,
     give_up_try,
     resend_queued,
+    time_out_questions,
     time_out_run,
     timed_out_runs,
     try_schedule_run,
@@ -187,6 +188,7 @@ class Scheduler:
         self._create_due_runs(stats)
         stats.created += len(create_asset_triggered_runs(self.url))
         self._time_out_runs()
+        self._time_out_questions()
         self._schedule_runs(stats)
         self._rescue_stalled_queued(stats)
         self._reap_zombies(stats)
@@ -257,6 +259,21 @@ class Scheduler:
                 if not time_out_run(session, run.run_pk, now):
                     continue  # another process holds it: looked at again next loop
             log.warning("run %s of %s timed out (dagrun_timeout): failed", run.run_id, run.dag_id)
+
+    def _time_out_questions(self) -> None:
+        """Answer the human-in-the-loop questions past their timeout with their defaults (or
+        fail them without): state/engine/hitl.py."""
+        with session_scope(self.url) as session:
+            answered = time_out_questions(session, utcnow())
+        for question in answered:
+            how = f"its defaults {question.defaults}" if question.defaults else "a timeout error"
+            log.info(
+                "%s.%s (%s): nobody answered before the timeout; resumed with %s",
+                question.dag_id,
+                question.task_id,
+                question.run_id,
+                how,
+            )
 
     def _rescue_stalled_queued(self, stats: LoopStats) -> None:
         now = utcnow()

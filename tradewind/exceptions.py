@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
+
 
 class TradewindError(Exception):
     """Base of Tradewind's own errors."""
@@ -63,3 +66,23 @@ class AirflowProviderDeprecationWarning(DeprecationWarning):
 
 class RemovedInAirflow4Warning(DeprecationWarning):
     """Something Airflow 4 removes (a warning, as in Airflow)."""
+
+
+class TaskAwaitingInput(TradewindError):
+    """Raised by a human-in-the-loop task to wait for a person's answer (docs/hitl.md): the try
+    ends ``awaiting_input`` with ``question``, and resumes in ``method_name`` with the answer as
+    ``event`` (or its defaults once ``timeout`` passes)."""
+
+    def __init__(
+        self,
+        *,
+        method_name: str = "execute_complete",
+        timeout: dt.timedelta | float | None = None,
+        question: dict[str, Any] | None = None,
+    ) -> None:
+        if isinstance(timeout, dt.timedelta):
+            timeout = timeout.total_seconds()
+        self.method_name = method_name
+        self.timeout = float(timeout) if timeout else None
+        self.question = dict(question or {})
+        super().__init__(f"awaiting input, resuming in {method_name}")

@@ -19,6 +19,7 @@ class TaskInstanceState(StrEnum):
     REMOVED = "removed"
     RESTARTING = "restarting"
     DEFERRED = "deferred"
+    AWAITING_INPUT = "awaiting_input"
 
 
 class DagRunState(StrEnum):

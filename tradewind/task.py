@@ -215,6 +215,11 @@ class Task(DependencyMixin):
         options = self.__dict__.get("options")
         if options is not None and name in TaskOptions.__dataclass_fields__:
             return getattr(options, name)
+        # A classic operator's own fields (``{{ task.subject }}``, ``task.sql``): as Airflow's
+        # context gives the operator itself.
+        operator = self.__dict__.get("operator")
+        if operator is not None and not name.startswith("__"):
+            return getattr(operator, name)
         raise AttributeError(name)
 
     @property

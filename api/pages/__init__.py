@@ -18,6 +18,7 @@ from api.pages import (
     dags,
     events,
     gantt,
+    hitl,
     home,
     recover,
     resources,
@@ -41,7 +42,7 @@ _PAGES = (
     backfills,
     resources,
 )
-for _module in (*_PAGES, recover, users, events):
+for _module in (*_PAGES, hitl, recover, users, events):
     router.include_router(_module.router)
 
 __all__ = ["router"]

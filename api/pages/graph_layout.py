@@ -27,7 +27,7 @@ MARGIN = 20
 OPEN_GROUPS_UP_TO = 60
 #: A state's rank when a closed group shows one state for its tasks: the most urgent wins.
 _URGENCY = (
-    "failed", "upstream_failed", "up_for_retry", "running", "deferred", "queued",
+    "failed", "upstream_failed", "up_for_retry", "running", "awaiting_input", "deferred", "queued",
     "up_for_reschedule", "scheduled", "none", "skipped", "removed", "success",
 )  # fmt: skip
 

@@ -25,7 +25,15 @@ from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser, Principal, require_on_page
 from api.structure import DagStructure, dag_view
 from api.templating import render
-from state.core import DagModel, DagRun, DagRunState, NotFound, structure_of, utcnow
+from state.core import (
+    DagModel,
+    DagRun,
+    DagRunState,
+    NotFound,
+    TaskInstanceState,
+    structure_of,
+    utcnow,
+)
 from state.engine import (
     TRIGGERED_BY_RUN_TYPE,
     BadScope,
@@ -55,11 +63,14 @@ PageRunner = Annotated[Principal, Depends(require_on_page(Role.USER))]
 MISSING = (NotFound, UnknownDag, UnknownTask, BadScope)
 #: The tasks one page of the run's task table shows.
 TASKS_PAGE = 100
-#: The states a count links to, in the order they need a person's eye (failures first).
+#: The order of the counts, what needs a person's eye first (a state not named: after them).
 COUNT_ORDER = (
-    "failed", "upstream_failed", "up_for_retry", "up_for_reschedule", "restarting", "deferred",
-    "running", "queued", "scheduled", "none", "skipped", "success", "removed",
+    "failed", "upstream_failed", "up_for_retry", "awaiting_input", "up_for_reschedule",
+    "restarting", "deferred", "running", "queued", "scheduled", "none", "skipped", "success",
+    "removed",
 )  # fmt: skip
+#: What ``?state=`` may name: every state a task instance can have.
+TI_STATES = frozenset({*COUNT_ORDER, *(str(state) for state in TaskInstanceState)})
 
 
 def page_dag(session: DbSession, dag_id: str) -> DagModel:
@@ -157,7 +168,7 @@ class TaskPage:
         raw_offset = request.query_params.get("offset", "")
         offset = int(raw_offset) if raw_offset.isdigit() and len(raw_offset) < 10 else 0
         state = request.query_params.get("state") or None
-        if state is not None and state not in COUNT_ORDER:
+        if state is not None and state not in TI_STATES:
             return cls(None, offset, f"{state[:40]!r} is no task instance state: every task shown")
         return cls(state, offset)
 
@@ -166,6 +177,11 @@ class TaskPage:
         at = self.offset if offset is None else offset
         parts = {"state": self.state} if self.state else {}
         return urlencode(parts | ({"offset": at} if at else {}))
+
+
+def _count_rank(item: tuple[str, int]) -> tuple[int, str]:
+    state = item[0]
+    return (COUNT_ORDER.index(state) if state in COUNT_ORDER else len(COUNT_ORDER), state)
 
 
 def _page_of_tasks(
@@ -199,7 +215,7 @@ def _run_context(
         "page": page,
         "tasks_total": total,
         "page_size": TASKS_PAGE,
-        "counts": [(state, counts[state]) for state in COUNT_ORDER if counts.get(state)],
+        "counts": sorted(counts.items(), key=_count_rank),
         "counts_total": sum(counts.values()),
         "run_url": run_url(dag_id, run_id),
         "duration": duration(run.start_date, run.end_date),

@@ -25,9 +25,10 @@ from fastapi.responses import (
 
 from api.audit import PageActingRunner, about_ti, about_tis
 from api.csrf import FormPost
-from api.deps import Context, DbSession, PageUser
+from api.deps import Context, DbSession, PageUser, Principal
 from api.log_lines import parse
 from api.logs import LogWindow, read_after, read_before, read_tail, try_log
+from api.pages.hitl import question_context
 from api.pages.runs import MISSING, RUN_PAGE, duration, missing, page_dag, run_url, when
 from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
@@ -251,6 +252,14 @@ def task_context(
     return values
 
 
+def _question(
+    session: DbSession, values: dict[str, Any], user: Principal, request: Request
+) -> dict[str, Any] | None:
+    """A human-in-the-loop task's question and its form (api/pages/hitl.py)."""
+    ti = values.get("ti")
+    return None if ti is None else question_context(session, ti, user, request.query_params)
+
+
 @router.get(TASK_PAGE, response_class=HTMLResponse)
 def task_page(
     request: Request,
@@ -269,6 +278,7 @@ def task_page(
         values = task_context(session, context, key, try_number, offset)
     except MISSING as error:
         return missing(request, error)
+    values["question"] = _question(session, values, user, request)
     return render(request, "runs/task.html", {**values, "may_run": user.may(Role.USER)})
 
 
@@ -311,6 +321,7 @@ def task_body_partial(
         values = task_context(session, context, key, try_number, 0)
     except MISSING as error:
         return missing(request, error)
+    values["question"] = _question(session, values, user, request)
     return render(request, "runs/_task_body.html", {**values, "may_run": user.may(Role.USER)})
 
 

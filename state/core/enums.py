@@ -25,6 +25,9 @@ class TaskInstanceState(StrEnum):
     # Waiting on the triggerer (DESIGN.md §12): no slot held, no try consumed; its trigger is a
     # row of the ``trigger`` table, and its event puts it back to scheduled.
     DEFERRED = "deferred"
+    # Waiting for a person's answer (a human-in-the-loop task, docs/hitl.md): no slot held, no
+    # try consumed, no trigger; the answer (or its timeout's defaults) puts it back to scheduled.
+    AWAITING_INPUT = "awaiting_input"
 
 
 class DagRunState(StrEnum):
@@ -53,6 +56,7 @@ _CLEARABLE = {
     TI.UP_FOR_RETRY,
     TI.UP_FOR_RESCHEDULE,
     TI.DEFERRED,
+    TI.AWAITING_INPUT,
 }
 
 TASK_INSTANCE_TRANSITIONS: dict[TaskInstanceState, frozenset[TaskInstanceState]] = {
@@ -70,6 +74,7 @@ TASK_INSTANCE_TRANSITIONS: dict[TaskInstanceState, frozenset[TaskInstanceState]]
             TI.UP_FOR_RETRY,
             TI.UP_FOR_RESCHEDULE,
             TI.DEFERRED,
+            TI.AWAITING_INPUT,
             TI.SKIPPED,
             TI.NONE,
         }
@@ -80,6 +85,9 @@ TASK_INSTANCE_TRANSITIONS: dict[TaskInstanceState, frozenset[TaskInstanceState]]
     # Back to scheduled when its trigger fires (the same try, as a sensor's next poke); failed
     # when its deferral's timeout passes first (state/engine/deferral.py).
     TI.DEFERRED: frozenset({TI.SCHEDULED, TI.FAILED, TI.NONE, TI.REMOVED}),
+    # Back to scheduled with the answer, or with its defaults (or the timeout's error) once its
+    # timeout passes (state/engine/hitl.py).
+    TI.AWAITING_INPUT: frozenset({TI.SCHEDULED, TI.NONE, TI.REMOVED}),
     TI.SUCCESS: frozenset({TI.NONE, TI.REMOVED}),
     TI.FAILED: frozenset({TI.NONE, TI.REMOVED}),
     TI.SKIPPED: frozenset({TI.NONE, TI.REMOVED}),

@@ -72,7 +72,7 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
 
 #: The newest migration in ``state/migrations``: the schema these models describe (a test checks
 #: it against Alembic's head). Read without Alembic, which is half a second of a command's start.
-SCHEMA_REVISION = "0021_browse_indexes"
+SCHEMA_REVISION = "0022_hitl"
 
 
 class Base(DeclarativeBase):
@@ -648,6 +648,46 @@ class Trigger(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class HITLDetail(Base):
+    """A person's answer a task instance waits for (``awaiting_input``, docs/hitl.md).
+
+    One row per task instance, written with the end of the try that asked (so a new try asks
+    anew: the row is rewritten and its earlier answer dropped). What was asked: ``subject``,
+    ``body``, ``options`` (with ``multiple``, ``defaults``), ``params`` (the form's fields, as
+    ``Param.serialize()`` says), ``assignees`` (who may answer; empty: whoever may act on the
+    DAG). ``timeout_at``: when ``defaults`` answer instead (or the task fails without them).
+    The answer: ``chosen_options``, ``params_input``, ``responded_by`` (``{"id", "name"}``;
+    None when the defaults answered), ``responded_at``.
+    """
+
+    __tablename__ = "hitl_detail"
+    __table_args__ = (
+        # What the scheduler's sweep reads: the unanswered questions past their timeout.
+        Index(
+            "ix_hitl_detail_waiting",
+            "timeout_at",
+            postgresql_where=text("responded_at IS NULL"),
+            sqlite_where=text("responded_at IS NULL"),
+        ),
+    )
+
+    ti_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    try_number: Mapped[int] = mapped_column(Integer)
+    subject: Mapped[str] = mapped_column(Text)
+    body: Mapped[str | None] = mapped_column(Text, nullable=True)
+    options: Mapped[list[str]] = mapped_column(JSON)
+    multiple: Mapped[bool] = mapped_column(Boolean, default=False)
+    defaults: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    assignees: Mapped[list[dict[str, str]] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    timeout_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    responded_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    responded_by: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
+    chosen_options: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    params_input: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
 # The tables behind the mapped classes, for the Core statements of the hot paths (a claim, a
 # try's end, a scheduling pass): they skip the ORM's compile and execute layers.
 class MetricValue(Base):
@@ -676,3 +716,4 @@ DAG_TABLE: Table = DagModel.__table__  # type: ignore[assignment]
 POOL_TABLE: Table = Pool.__table__  # type: ignore[assignment]
 STATE_TABLE: Table = TaskStateValue.__table__  # type: ignore[assignment]
 TRIGGER_TABLE: Table = Trigger.__table__  # type: ignore[assignment]
+HITL_TABLE: Table = HITLDetail.__table__  # type: ignore[assignment]

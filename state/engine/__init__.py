@@ -52,6 +52,14 @@ if TYPE_CHECKING:
         release_triggers,
         time_out_deferrals,
     )
+    from state.engine.hitl import (
+        Answered,
+        AnswerRefused,
+        TimedOutQuestion,
+        answer,
+        ask,
+        time_out_questions,
+    )
     from state.engine.liveness import (
         dag_tasks,
         fail_queued,
@@ -61,7 +69,15 @@ if TYPE_CHECKING:
         resend_queued,
     )
     from state.engine.marker_clear import MarkerDepthExceeded
-    from state.engine.outcomes import Deferred, Failed, Outcome, Rescheduled, Skipped, Succeeded
+    from state.engine.outcomes import (
+        AwaitingInput,
+        Deferred,
+        Failed,
+        Outcome,
+        Rescheduled,
+        Skipped,
+        Succeeded,
+    )
     from state.engine.past import waits_on_past
     from state.engine.pools import (
         PoolRefused,
@@ -127,6 +143,13 @@ _MODULE_OF = {
     "release_triggers": "deferral",
     "time_out_deferrals": "deferral",
     "Deferred": "outcomes",
+    "AwaitingInput": "outcomes",
+    "AnswerRefused": "hitl",
+    "Answered": "hitl",
+    "TimedOutQuestion": "hitl",
+    "answer": "hitl",
+    "ask": "hitl",
+    "time_out_questions": "hitl",
     "Purgers": "cross_dag",
     "dag_tasks_and_groups": "cross_dag",
     "run_state": "cross_dag",
@@ -201,6 +224,9 @@ _MODULE_OF = {
 
 __all__ = [
     "TRIGGERED_BY_RUN_TYPE",
+    "AnswerRefused",
+    "Answered",
+    "AwaitingInput",
     "BackfillEnded",
     "BackfillPlan",
     "BackfillRequest",
@@ -229,11 +255,14 @@ __all__ = [
     "Succeeded",
     "Target",
     "TimedOut",
+    "TimedOutQuestion",
     "TriggerOutcome",
     "UnknownDag",
     "UnknownTask",
     "add_trigger",
+    "answer",
     "apply_plan",
+    "ask",
     "backfill_run_id",
     "beat",
     "beat_triggers",
@@ -283,6 +312,7 @@ __all__ = [
     "sync_watchers",
     "task_states_at",
     "time_out_deferrals",
+    "time_out_questions",
     "time_out_run",
     "timed_out_runs",
     "trigger_run",

@@ -46,7 +46,8 @@ from state.engine.end_plan import (
     plan_end,
     plan_reschedule,
 )
-from state.engine.outcomes import Deferred, Outcome, Succeeded
+from state.engine.hitl import ask
+from state.engine.outcomes import AwaitingInput, Deferred, Outcome, Succeeded
 from state.engine.scheduling import CachedDag, Enqueue, cached_dag, dag_version, pass_after_end
 from state.records import EventSource, OutletEvent, keep_try, record_events
 
@@ -149,8 +150,9 @@ def _plan(url: str, end: Verdict) -> Plan:
         return FullPass()
     if end.state == TI.UP_FOR_RESCHEDULE:
         return plan_reschedule(dag.structure)
-    if end.state == TI.DEFERRED:
-        # The trigger's row is written with the end (record_end): a pass, in one transaction.
+    if end.state in (TI.DEFERRED, TI.AWAITING_INPUT):
+        # The trigger's or the question's row is written with the end (record_end): a pass,
+        # in one transaction.
         return FullPass()
     succeeded, events = end.state == TI.SUCCESS, bool(end.asset_events)
     key = ("plan", end.task_id, succeeded, end.follow, events)
@@ -236,6 +238,9 @@ def record_end(session: Session, end: Verdict) -> bool:
         keep_try(session, end.fence.ti_id, end.fence.try_number, TI.FAILED)
     if moved == 1 and isinstance(end.outcome, Deferred):
         add_trigger(session, end.fence.ti_id, end.fence.try_number, end.outcome, end.at)
+    if moved == 1 and isinstance(end.outcome, AwaitingInput):
+        question, timeout = end.outcome.question, end.outcome.timeout_seconds
+        ask(session, end.fence.ti_id, end.fence.try_number, question, timeout, end.at)
     return moved == 1
 
 

@@ -1,9 +1,9 @@
 """How a try ended, as its supervisor tells the store: one frozen value per way to end.
 
 The supervisor builds one of these from the task's last message (``SucceedTask``, ``FailTask``,
-``SkipTask``, ``RescheduleTask``, ``DeferTask``), or a ``Failed`` of its own when the task could
-not say (timeout, killed, crashed, could not start); ``state.engine.try_life.record`` takes it
-as it is.
+``SkipTask``, ``RescheduleTask``, ``DeferTask``, ``AwaitInput``), or a ``Failed`` of its own when
+the task could not say (timeout, killed, crashed, could not start);
+``state.engine.try_life.record`` takes it as it is.
 What the end means for the store (retry or fail, when the retry is due, the asset events, the plan)
 is decided there, never by the worker: an outcome says only what happened.
 """
@@ -61,4 +61,15 @@ class Deferred:
     timeout_seconds: float | None = None
 
 
-Outcome = Succeeded | Failed | Skipped | Rescheduled | Deferred
+@dataclass(frozen=True, slots=True)
+class AwaitingInput:
+    """A human-in-the-loop task asked a person (docs/hitl.md): the same try resumes in
+    ``method_name`` with the answer as ``event``, or with its defaults once ``timeout_seconds``
+    pass. ``question``: what ``state.engine.hitl.ask`` stores (subject, body, options, ...)."""
+
+    method_name: str
+    question: dict[str, Any]
+    timeout_seconds: float | None = None
+
+
+Outcome = Succeeded | Failed | Skipped | Rescheduled | Deferred | AwaitingInput

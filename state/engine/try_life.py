@@ -48,7 +48,15 @@ from state.core import (
 )
 from state.engine.end import Recorded, Verdict, end_try
 from state.engine.liveness import count_redelivery, fail_overdelivered
-from state.engine.outcomes import Deferred, Failed, Outcome, Rescheduled, Skipped, Succeeded
+from state.engine.outcomes import (
+    AwaitingInput,
+    Deferred,
+    Failed,
+    Outcome,
+    Rescheduled,
+    Skipped,
+    Succeeded,
+)
 from state.engine.retries import retry_delay_seconds
 from state.engine.scheduling import Enqueue, dag_version
 from state.records import OutletEvent, TIKey, events_of_success
@@ -269,6 +277,11 @@ def judge(held: HeldTry, outcome: Outcome, at: dt.datetime) -> Verdict:
             values["next_method"] = outcome.method_name
             values["next_kwargs"] = dict(outcome.method_kwargs)
             return Verdict(held, outcome, TI.DEFERRED, values, at)
+        case AwaitingInput():
+            # The answer is added to these when a person gives it (state/engine/hitl.py).
+            values["next_method"] = outcome.method_name
+            values["next_kwargs"] = {}
+            return Verdict(held, outcome, TI.AWAITING_INPUT, values, at)
 
 
 def _retry_delay(held: HeldTry, failed: Failed) -> float:

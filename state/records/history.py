@@ -33,6 +33,7 @@ from state.core import (
     DagRun,
     DagRunState,
     EventLog,
+    HITLDetail,
     PartitionEventQueue,
     PartitionKeyLog,
     TaskInstance,
@@ -123,6 +124,24 @@ class RunKeyRows(RunRows):
 
 
 @dataclass(frozen=True)
+class TaskInstanceRows(RunRows):
+    """A table whose rows belong to a task instance (``ti_id``), hence to its run."""
+
+    def _of(self, *run_key: ColumnElement[bool]) -> ColumnElement[bool]:
+        return self.key().in_(select(TaskInstance.id).where(*run_key))
+
+    def of_runs(self, runs: Sequence[tuple[int, str, str]]) -> ColumnElement[bool]:
+        keys = [(dag_id, run_id) for _, dag_id, run_id in runs]
+        return self._of(tuple_(TaskInstance.dag_id, TaskInstance.run_id).in_(keys))
+
+    def joined(self) -> ColumnElement[bool]:
+        return self._of(TaskInstance.dag_id == DagRun.dag_id, TaskInstance.run_id == DagRun.run_id)
+
+    def key(self) -> InstrumentedAttribute[Any]:
+        return self.model.ti_id  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
 class AgedRows:
     """A table whose rows carry their own time: those older than the scope's go.
 
@@ -164,6 +183,7 @@ RUN_TABLES: tuple[RunRows, ...] = (
     RunRows(XCom, objects="xcoms"),
     RunRows(TaskStateValue, objects="states", refers=refers_to_object),
     RunRows(TaskInstanceHistory),
+    TaskInstanceRows(HITLDetail),
     RunRows(TaskInstance),
     RunKeyRows(BackfillDagRun),
 )

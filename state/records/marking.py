@@ -67,7 +67,7 @@ def mark_run_state(session: Session, run: DagRun, state: DagRunState) -> None:
         _mark_unfinished(session, run, _UNFINISHED, TI.SUCCESS)
     elif state == RUN.FAILED:
         _mark_unfinished(session, run, [TI.RUNNING, TI.QUEUED], TI.FAILED)
-        waiting = [TI.NONE, TI.SCHEDULED, TI.DEFERRED, *WAITING_FOR_TIME]
+        waiting = [TI.NONE, TI.SCHEDULED, TI.DEFERRED, TI.AWAITING_INPUT, *WAITING_FOR_TIME]
         _mark_unfinished(session, run, waiting, TI.SKIPPED)
     end = None if state == RUN.QUEUED else utcnow()
     mark_run(session, run.id, [RUN(run.state)], state, {"end_date": end})

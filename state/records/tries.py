@@ -53,7 +53,14 @@ _KEY = ("dag_id", "run_id", "task_id", "map_index", "try_number")
 #: States of a latest try that has not started yet.
 _NOT_STARTED = {TI.NONE, TI.SCHEDULED, TI.QUEUED}
 #: States of a try that has started (its times and host are its own).
-_STARTED: set[str] = {*FINISHED, TI.RUNNING, TI.UP_FOR_RETRY, TI.UP_FOR_RESCHEDULE, "deferred"}
+_STARTED: set[str] = {
+    *FINISHED,
+    TI.RUNNING,
+    TI.UP_FOR_RETRY,
+    TI.UP_FOR_RESCHEDULE,
+    TI.DEFERRED,
+    TI.AWAITING_INPUT,
+}
 
 
 def history_state(state: str) -> str | None:

@@ -29,6 +29,13 @@ if TYPE_CHECKING:
     )
     from state.views.calendar import runs_by_day
     from state.views.event_listing import EventLogFilter, get_event_log, list_event_logs
+    from state.views.hitl import (
+        Question,
+        QuestionFilter,
+        list_questions,
+        question_of,
+        waiting_questions,
+    )
     from state.views.home import DagsIn, HomeFacts, RecentEvent, RecentRun, home_facts
     from state.views.listing import (
         DagFilter,
@@ -176,6 +183,11 @@ _MODULE_OF = {
     "run_counts": "listing",
     "run_states": "run_following",
     "runs_by_day": "calendar",
+    "Question": "hitl",
+    "QuestionFilter": "hitl",
+    "list_questions": "hitl",
+    "question_of": "hitl",
+    "waiting_questions": "hitl",
     "run_task_instances": "run_listing",
     "run_waits": "run_following",
     "task_ids_in_states": "run_listing",
@@ -204,6 +216,8 @@ __all__ = [
     "HomeFacts",
     "ItemsProgress",
     "PoolUse",
+    "Question",
+    "QuestionFilter",
     "RecentEvent",
     "RecentRun",
     "Reported",
@@ -251,12 +265,14 @@ __all__ = [
     "list_events_page",
     "list_import_errors",
     "list_pools",
+    "list_questions",
     "list_runs",
     "list_state_values",
     "list_task_instances",
     "list_variables_page",
     "list_xcoms",
     "poll_run",
+    "question_of",
     "queued_for_dag",
     "read_fleet",
     "recent_runs",
@@ -272,6 +288,7 @@ __all__ = [
     "task_summaries",
     "tasks_in_state",
     "upstream_states",
+    "waiting_questions",
 ]
 
 

@@ -40,7 +40,8 @@ def test_a_clean_deletes_old_runs_with_their_objects_and_logs(
 
     assert result.exit_code == 0, result.output
     assert "taken as UTC" in result.output
-    assert "deleted 28 rows" in result.output  # 2 runs, 6 TIs, 8 XComs, 8 states, 2 links, 2 events
+    # 2 runs, 6 TIs, 8 XComs, 8 states, 2 questions, 2 links, 2 events
+    assert "deleted 30 rows" in result.output
     assert runs_left(store) == {(dag_id, run_id) for dag_id, run_id, *_ in KEPT}
     objects = env.home / "objects"
     for dag_id, run_id, *_ in GONE:

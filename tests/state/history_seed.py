@@ -1,10 +1,11 @@
 """A store with history of every kind around one time: what ``db clean`` tests delete and keep.
 
 Runs of DAG ``old`` ended before ``CUTOFF`` (success, failed) go, with their task instances,
-XComs (one refers to an object), state values (one refers to an object), a backfill link, and
-the asset event they made. Kept: a run ended after the cutoff, a run still running, a run
-marked success whose try still runs, a run of DAG ``other`` (for ``--dag-id``), an old asset
-event a partitioned DAG still waits on, and everything of those runs.
+XComs (one refers to an object), a human-in-the-loop question, state values (one refers to an
+object), a backfill link, and the asset event they made. Kept: a run ended after the cutoff, a
+run still running, a run marked success whose try still runs, a run of DAG ``other`` (for
+``--dag-id``), an old asset event a partitioned DAG still waits on, and everything of those
+runs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from state.core.models import (
     BackfillDagRun,
     Base,
     DagRun,
+    HITLDetail,
     PartitionEventQueue,
     TaskInstance,
     TaskStateValue,
@@ -57,8 +59,14 @@ def seed(url: str, objects: Path) -> None:
             session.flush()
             session.add(BackfillDagRun(dag_run_id=run.id, backfill_id=1))
             for task_id in TASKS:
-                session.add(TaskInstance(dag_id=dag_id, run_id=run_id, task_id=task_id,
-                                         state=ti_state, end_date=ended))  # fmt: skip
+                ti = TaskInstance(dag_id=dag_id, run_id=run_id, task_id=task_id,
+                                  state=ti_state, end_date=ended)  # fmt: skip
+                session.add(ti)
+                if task_id == "a":  # a question asked, answered or not
+                    session.flush()
+                    session.add(HITLDetail(ti_id=ti.id, try_number=1, subject="ok?",
+                                           options=["yes"], multiple=False, params={},
+                                           params_input={}, created_at=OLD))  # fmt: skip
                 key = dict(dag_id=dag_id, run_id=run_id, task_id=task_id)
                 session.add(XCom(**key, key="return_value", value="1"))
                 session.add(TaskStateValue(**key, key="small", value='"v"'))

@@ -90,7 +90,8 @@ def test_a_clean_deletes_ended_runs_with_their_rows_and_objects_and_nothing_newe
     assert deleted == {k: v for k, v in counted.items() if v}
     assert counted == {
         "dag_run": 2, "xcom": 8, "task_state": 8, "task_instance_history": 0,
-        "task_instance": 6, "backfill_dag_run": 2, "asset_event": 2, "event_log": 0,
+        "hitl_detail": 2, "task_instance": 6, "backfill_dag_run": 2, "asset_event": 2,
+        "event_log": 0,
     }  # fmt: skip
     assert sorted(run for batch in batches for run in batch.runs) == [("old", "f1"), ("old", "s1")]
 

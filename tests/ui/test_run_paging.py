@@ -90,6 +90,16 @@ def test_a_400_task_run_is_paged_with_its_counts_as_filters(
     assert len(ROW.findall(partial)) == 10
     assert 'data-refresh="/dags/wide/runs/big/partials/tasks?state=failed"' in failed  # kept
 
+    with session_scope(home.url) as session:  # a state of its own is counted and filtered too
+        session.execute(
+            update(TaskInstance)
+            .where(TaskInstance.run_id == "big", TaskInstance.task_id == "part6.step_000")
+            .values(state="awaiting_input")
+        )
+    waiting = client.get("/dags/wide/runs/big", params={"state": "awaiting_input"}).text
+    assert re.search(r'data-count-state="awaiting_input"[^>]*>awaiting input <b>1</b>', waiting)
+    assert ROW.findall(waiting) == ["part6.step_000"]
+
     refused = client.get("/dags/wide/runs/big", params={"state": "bogus", "offset": "x"}).text
     assert "&#39;bogus&#39; is no task instance state" in refused
     assert len(ROW.findall(refused)) == 100

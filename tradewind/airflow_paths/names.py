@@ -125,7 +125,11 @@ _STANDARD: dict[str, dict[str, str]] = {
             "ExternalTaskGroupFailedError",
         )
     }
-    | {"AirflowExternalTaskSensorException": f"{_TW_STD}.external_task:ExternalTaskSensorError"},
+    | {"AirflowExternalTaskSensorException": f"{_TW_STD}.external_task:ExternalTaskSensorError"}
+    | {
+        name: f"{_TW_STD}.hitl:{name}"
+        for name in ("HITLRejectException", "HITLTimeoutError", "HITLTriggerEventError")
+    },
     **{
         f"decorators.{module}": {name: f"{_TW_STD}.decorators:{name}"}
         for module, name in (
@@ -220,6 +224,7 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.providers.common.messaging.triggers.msg_queue": _row(
         MessageQueueTrigger="tradewind.triggers.queues:MessageQueueTrigger",
     ),
+    "airflow.notifications.basenotifier": _row(BaseNotifier="tradewind.notifier:BaseNotifier"),
     "airflow.triggers.base": _row(
         BaseTrigger="tradewind.triggers.base:BaseTrigger",
         BaseEventTrigger="tradewind.triggers.base:BaseEventTrigger",
@@ -482,6 +487,8 @@ _SDK = _row(
     BaseTrigger="tradewind.triggers.base:BaseTrigger",
     TriggerEvent="tradewind.triggers.base:TriggerEvent",
     TaskDeferred="tradewind.triggers.base:TaskDeferred",
+    TaskAwaitingInput="tradewind.exceptions:TaskAwaitingInput",
+    BaseNotifier="tradewind.notifier:BaseNotifier",
     TaskInstanceState="tradewind.states:TaskInstanceState",
     DagRunState="tradewind.states:DagRunState",
     timezone="tradewind.timezone",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from urllib.parse import quote, quote_plus
 
 from state.core import Retry, ride_out, session_scope, store_probe
-from state.engine import Deferred, Failed, Rescheduled, Skipped, Succeeded
+from state.engine import AwaitingInput, Deferred, Failed, Rescheduled, Skipped, Succeeded
 from state.records import checkpoints as cp
 from state.records import get_connection as read_connection
 from state.records import get_variable as read_variable
@@ -131,6 +131,12 @@ def defer_task(ctx: TryContext, request: p.DeferTask) -> p.Message:
         request.method_kwargs,
         request.timeout_seconds,
     )
+    return p.OKResponse()
+
+
+@handles
+def await_input(ctx: TryContext, request: p.AwaitInput) -> p.Message:
+    ctx.outcome = AwaitingInput(request.method_name, request.question, request.timeout_seconds)
     return p.OKResponse()
 
 

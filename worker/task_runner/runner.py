@@ -26,7 +26,7 @@ from tradewind.connections import Connection
 from tradewind.context import set_current_context
 from tradewind.context_keys import unwrap
 from tradewind.dag import DAG
-from tradewind.exceptions import FailTask, SkipTask
+from tradewind.exceptions import FailTask, SkipTask, TaskAwaitingInput
 from tradewind.loader import one_line_error
 from tradewind.runtime_context import task_context
 from tradewind.sensors import Reschedule
@@ -236,6 +236,8 @@ def run_python_task(
         return 0
     except TaskDeferred as deferred:  # waits on the triggerer (tradewind/triggers/base.py)
         return _defer(client, task, context, details, deferred)
+    except TaskAwaitingInput as asked:  # waits for a person's answer (docs/hitl.md)
+        return _await_input(client, task, context, details, asked)
     except (Exception, TaskTerminated) as error:
         return _report_failure(client, task, context, details, error)
     client.request(succeed)
@@ -263,6 +265,27 @@ def _defer(
             method_name=deferred.method_name,
             method_kwargs=method_kwargs,
             timeout_seconds=deferred.timeout,
+        )
+    )
+    return 0
+
+
+def _await_input(
+    client: Client,
+    task: Task,
+    context: dict[str, Any],
+    details: p.TaskDetails,
+    asked: TaskAwaitingInput,
+) -> int:
+    """Send the question; one that cannot be stored fails the try in one line."""
+    try:
+        question = encode_kwargs(asked.question)
+    except (TypeError, ValueError) as error:
+        return _report_failure(client, task, context, details, error)
+    print(f"awaiting input: {asked.question.get('subject', '')}", file=sys.stderr, flush=True)
+    client.request(
+        p.AwaitInput(
+            method_name=asked.method_name, question=question, timeout_seconds=asked.timeout
         )
     )
     return 0

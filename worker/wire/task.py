@@ -246,6 +246,17 @@ class DeferTask(Message):
     timeout_seconds: float | None = None
 
 
+class AwaitInput(Message):
+    """A human-in-the-loop task asked a person (docs/hitl.md): end the try as
+    ``awaiting_input`` with ``question``; it resumes in ``method_name`` with the answer, or with
+    the question's defaults after ``timeout_seconds``."""
+
+    type: Literal["AwaitInput"] = "AwaitInput"
+    method_name: str
+    question: dict[str, Any] = Field(default_factory=dict)
+    timeout_seconds: float | None = None
+
+
 # --- replies: supervisor -> task (noun + Result) ------------------------------------------
 
 
@@ -403,7 +414,8 @@ ToSupervisor = Annotated[
     | FailTask
     | SkipTask
     | RescheduleTask
-    | DeferTask,
+    | DeferTask
+    | AwaitInput,
     Field(discriminator="type"),
 ]
 ToTask = Annotated[
