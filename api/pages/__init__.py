@@ -24,11 +24,24 @@ from api.pages import (
     resources,
     runs,
     task_instances,
+    task_panel,
     users,
 )
 
 router = APIRouter(include_in_schema=False)
-_PAGES = (home, dags, dag, gantt, runs, task_instances, browse, catalog, backfills, resources)
+_PAGES = (
+    home,
+    dags,
+    dag,
+    gantt,
+    runs,
+    task_instances,
+    task_panel,
+    browse,
+    catalog,
+    backfills,
+    resources,
+)
 for _module in (*_PAGES, hitl, recover, users, events):
     router.include_router(_module.router)
 

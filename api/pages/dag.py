@@ -2,8 +2,9 @@
 
 The grid is a partial of its own (``/dags/{dag_id}/grid``) that the page polls, so a run's
 cells change colour without a reload. It shows a window of ``GRID_ROWS`` rows (``?rows=2``
-is the second), so whatever the DAG's and the runs' size it costs three statements: the DAG,
-its latest runs, and one aggregate of the window's task instances by (run, row, state).
+is the second), so whatever the DAG's and the runs' size it costs four statements: the DAG,
+its latest runs, one aggregate of the window's task instances by (run, row, state), and the
+earlier tries of the window's task instances (the try markers; read on the history's key).
 The trigger form posts its fields; a conf the params refuse comes back with the errors by
 field and creates nothing.
 """
@@ -33,7 +34,7 @@ from api.templating import render
 from state.core import DagModel, utcnow
 from state.engine import RunExists, create_run
 from state.records import Role, record_event
-from state.views import get_dag, grid_cells, recent_runs, runs_by_day
+from state.views import earlier_tries, get_dag, grid_cells, recent_runs, runs_by_day
 from tradewind.ids import InvalidId
 
 router = APIRouter()
@@ -69,8 +70,11 @@ def _grid_context(session: DbSession, model: DagModel, request: Request) -> dict
     shown = window.of(rows)
     runs = recent_runs(session, model.dag_id, runs_wanted)
     keyed = counted_keys(shown)
-    cells = grid_cells(session, model.dag_id, [run.run_id for run in runs], keyed)
-    grid = build_grid(model.dag_id, window, shown, runs, cells)
+    run_ids = [run.run_id for run in runs]
+    cells = grid_cells(session, model.dag_id, run_ids, keyed)
+    tasks = [row.row_id for row in shown if not row.is_group and not row.mapped]
+    tries = earlier_tries(session, model.dag_id, run_ids, tasks)
+    grid = build_grid(model.dag_id, window, shown, runs, cells, tries)
     return {
         "grid": grid,
         "runs_wanted": runs_wanted,

@@ -18,11 +18,19 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from api.deps import DbSession, PageUser
-from api.pages.runs import MISSING, RUN_PAGE, dag_order, duration, missing, run_url, when
+from api.pages.runs import (
+    MISSING,
+    RUN_PAGE,
+    dag_order,
+    duration,
+    missing,
+    page_dag,
+    run_url,
+    when,
+)
 from api.structure import dag_view
 from api.templating import render
 from state.core import DagRunState, utcnow
-from state.engine import get_dag_model
 from state.views import TaskSummary, get_run, task_summaries
 
 router = APIRouter(include_in_schema=False)
@@ -104,7 +112,7 @@ def gantt_page(
     request: Request, dag_id: str, run_id: str, _: PageUser, session: DbSession
 ) -> Response:
     try:
-        model = get_dag_model(session, dag_id)
+        model = page_dag(session, dag_id)
         run = get_run(session, dag_id, run_id)
     except MISSING as error:
         return missing(request, error)

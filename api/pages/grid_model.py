@@ -22,7 +22,7 @@ from markupsafe import Markup, escape
 from api.pages.graph_layout import short_name
 from api.pages.runs import duration
 from state.core import DagStructure, TaskInstanceState, utcnow
-from state.views import GridCounts, RunSummary
+from state.views import EarlierTries, GridCounts, RunSummary
 
 TI = TaskInstanceState
 
@@ -242,6 +242,8 @@ class GridLine:
     #: For a task's row, each run's link to its task instances less the task's id, escaped
     #: (one list for every line of the grid); a group's cells link nowhere.
     run_links: Sequence[str] | None = None
+    #: For a task's row, each run's earlier tries of its task instance (most cells: none).
+    tries: Sequence[Sequence[tuple[int, str | None]]] = ()
 
     def href(self, index: int) -> str | None:
         """The link of the cell of run ``index`` (from the oldest), if it has one."""
@@ -260,6 +262,17 @@ class GridLine:
         row_id = str(escape(self.row.row_id))
         if self.run_links is None:
             return Markup("".join(_cell_html(row_id, cell, "") for cell in self.cells))
+        if any(self.tries):
+            return Markup(
+                "".join(
+                    _tried_cell_html(row_id, cell, f"{link}{row_id}", earlier)
+                    if earlier and cell.total == 1
+                    else _cell_html(row_id, cell, f' href="{link}{row_id}"')
+                    for cell, link, earlier in zip(
+                        self.cells, self.run_links, self.tries, strict=True
+                    )
+                )
+            )
         return Markup(
             "".join(
                 f'{parts[0]}{link}{row_id}" title="{row_id}{parts[1]}'
@@ -286,6 +299,22 @@ def _cell_html(row_id: str, cell: GridCell, href: str) -> str:
     return (
         f'<td><a class="cell state-{state}"{href} title="{row_id}: {state}"'
         f' data-state="{state}"></a></td>'
+    )
+
+
+def _tried_cell_html(
+    row_id: str, cell: GridCell, href: str, earlier: Sequence[tuple[int, str | None]]
+) -> str:
+    """A task instance's cell with a try marker: how many tries it has had, each earlier one's
+    state in its title (the details panel lists them with their times)."""
+    state = cell.state.value if cell.state is not None else ""
+    tries = len(earlier) + 1
+    before = ", ".join(f"try {number} {kept or 'not started'}" for number, kept in earlier)
+    return (
+        f'<td><a class="cell state-{state} tried" href="{href}"'
+        f' title="{row_id}: {state}, try {tries} (before: {escape(before)})"'
+        f' data-state="{state}" data-tries="{tries}">'
+        f'<span class="try-mark">{tries}</span></a></td>'
     )
 
 
@@ -326,11 +355,13 @@ def build_grid(
     rows: Sequence[Row],
     runs_newest_first: Sequence[RunSummary],
     counts: GridCounts,
+    tries: EarlierTries | None = None,
 ) -> Grid:
     """The grid of ``rows`` (a window's), from counts keyed as ``counted_keys`` asks them.
 
     A group's cell adds up the counts kept under its own id (its tasks outside the window)
-    and those of the rows of the window under it.
+    and those of the rows of the window under it. ``tries``: the earlier tries of the task
+    instances of the window (``state.views.earlier_tries``), shown as try markers.
     """
     heads = len(rows) - (window.last - window.first + 1)  # the groups ``RowWindow.of`` added
     continued = frozenset(row.row_id for row in rows[: max(heads, 0)])
@@ -350,7 +381,10 @@ def build_grid(
             cells = [_one_cell(one, several, keys[0], row.mapped) for one, several in columns]
         else:
             cells = [_summed_cell(run_id, keys, counts, row.mapped) for run_id in run_ids]
-        grid.lines.append(GridLine(row, cells, None if row.is_group else run_links))
+        line = GridLine(row, cells, None if row.is_group else run_links)
+        if tries and not row.is_group and not row.mapped:
+            line.tries = [tries.get((run_id, row.row_id), []) for run_id in run_ids]
+        grid.lines.append(line)
     return grid
 
 

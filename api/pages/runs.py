@@ -1,8 +1,12 @@
 """The run page, ``/dags/{dag_id}/runs/{run_id}``: the run, its tasks in DAG order, its actions.
 
-A mapped or iterable task is one row with its task instances counted by state (one ``GROUP
-BY`` for the whole run, ``state.views.run_view``), so the page costs the same statements for three
-tasks as for 2,000 mapped task instances. The task table is a partial the page polls.
+The tasks come ``TASKS_PAGE`` at a time (``?offset=``), above them the run's task instances
+counted by state, each count a link that shows only the tasks with one in that state
+(``?state=``, then by task id). A mapped or iterable task is one row with its task instances
+counted by state. Every statement is an aggregate or a page: the counts (a row a state), the
+page's summaries (``task_summaries`` of its tasks only), a state's page of task ids cut by the
+database; so a run of 5,000 tasks costs the statements of a run of three. The task table,
+with its counts and pager, is a partial the page polls.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Form, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -21,7 +25,15 @@ from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser, Principal, require_on_page
 from api.structure import DagStructure, dag_view
 from api.templating import render
-from state.core import DagModel, DagRun, DagRunState, NotFound, structure_of, utcnow
+from state.core import (
+    DagModel,
+    DagRun,
+    DagRunState,
+    NotFound,
+    TaskInstanceState,
+    structure_of,
+    utcnow,
+)
 from state.engine import (
     TRIGGERED_BY_RUN_TYPE,
     BadScope,
@@ -30,17 +42,44 @@ from state.engine import (
     UnknownDag,
     UnknownTask,
     apply_plan,
-    get_dag_model,
     plan_clear,
     plan_run_mark,
 )
 from state.records import MAX_NOTE_CHARS, Role, TIKey, record_event, set_run_note
-from state.views import ItemsProgress, TaskSummary, get_run, items_counts, task_summaries
+from state.views import (
+    ItemsProgress,
+    TaskSummary,
+    get_dag,
+    get_run,
+    items_counts,
+    run_ti_counts,
+    task_summaries,
+    tasks_in_state,
+)
 
 router = APIRouter(include_in_schema=False)
 RUN_PAGE = "/dags/{dag_id}/runs/{run_id}"
 PageRunner = Annotated[Principal, Depends(require_on_page(Role.USER))]
 MISSING = (NotFound, UnknownDag, UnknownTask, BadScope)
+#: The tasks one page of the run's task table shows.
+TASKS_PAGE = 100
+#: The order of the counts, what needs a person's eye first (a state not named: after them).
+COUNT_ORDER = (
+    "failed", "upstream_failed", "up_for_retry", "awaiting_input", "up_for_reschedule",
+    "restarting", "deferred", "running", "queued", "scheduled", "none", "skipped", "success",
+    "removed",
+)  # fmt: skip
+#: What ``?state=`` may name: every state a task instance can have.
+TI_STATES = frozenset({*COUNT_ORDER, *(str(state) for state in TaskInstanceState)})
+
+
+def page_dag(session: DbSession, dag_id: str) -> DagModel:
+    """The DAG of a run's or task's page, its structure JSON left unread: ``dag_view`` parses
+    it once per version (decoding a 5,000-task DAG's JSON on each poll took 0.6 s)."""
+    model = get_dag(session, dag_id)
+    if model is None or not model.is_active:
+        raise UnknownDag(f"no DAG named {dag_id!r}: see `tradewind dags list`")
+    return model
 
 
 def duration(start: dt.datetime | None, end: dt.datetime | None) -> str:
@@ -85,9 +124,13 @@ def dag_order(structure: DagStructure) -> list[str]:
     return structure.upstream_first()
 
 
-def task_rows(structure: DagStructure, summaries: dict[str, TaskSummary]) -> list[TaskRow]:
-    """The run's tasks in the DAG's order, then any the run has that the DAG no longer has."""
-    order = [*dag_order(structure), *sorted(t for t in summaries if t not in structure.tasks)]
+def task_rows(
+    structure: DagStructure, summaries: dict[str, TaskSummary], order: list[str] | None = None
+) -> list[TaskRow]:
+    """The tasks of ``order`` (by default the DAG's order, then any the run has that the DAG no
+    longer has), each with its summary."""
+    if order is None:
+        order = [*dag_order(structure), *sorted(t for t in summaries if t not in structure.tasks)]
     rows = []
     for task_id in order:
         summary = summaries.get(task_id, TaskSummary(task_id))
@@ -111,15 +154,69 @@ def with_items(session: DbSession, dag_id: str, run_id: str, rows: list[TaskRow]
     ]
 
 
-def _run_context(session: DbSession, dag_id: str, run_id: str) -> dict[str, Any]:
-    model: DagModel = get_dag_model(session, dag_id)
+@dataclass(frozen=True)
+class TaskPage:
+    """Which tasks the table shows: those with a task instance in ``state`` (all: None), from
+    ``offset``; ``refused``: a ``?state=`` that is no state, named above the table."""
+
+    state: str | None
+    offset: int
+    refused: str = ""
+
+    @classmethod
+    def of(cls, request: Request) -> TaskPage:
+        raw_offset = request.query_params.get("offset", "")
+        offset = int(raw_offset) if raw_offset.isdigit() and len(raw_offset) < 10 else 0
+        state = request.query_params.get("state") or None
+        if state is not None and state not in TI_STATES:
+            return cls(None, offset, f"{state[:40]!r} is no task instance state: every task shown")
+        return cls(state, offset)
+
+    def query(self, offset: int | None = None) -> str:
+        """The query string of this page (or of another ``offset`` of the same filter)."""
+        at = self.offset if offset is None else offset
+        parts = {"state": self.state} if self.state else {}
+        return urlencode(parts | ({"offset": at} if at else {}))
+
+
+def _count_rank(item: tuple[str, int]) -> tuple[int, str]:
+    state = item[0]
+    return (COUNT_ORDER.index(state) if state in COUNT_ORDER else len(COUNT_ORDER), state)
+
+
+def _page_of_tasks(
+    session: DbSession, structure: DagStructure, run: DagRun, page: TaskPage
+) -> tuple[list[TaskRow], int]:
+    """One page of the task table, and how many tasks the whole table has."""
+    if page.state is None:
+        order = dag_order(structure)
+        shown, total = order[page.offset : page.offset + TASKS_PAGE], len(order)
+    else:
+        shown, total = tasks_in_state(
+            session, run.dag_id, run.run_id, page.state, page.offset, TASKS_PAGE
+        )
+    summaries = task_summaries(session, run.dag_id, run.run_id, shown) if shown else {}
+    return task_rows(structure, summaries, shown), total
+
+
+def _run_context(
+    session: DbSession, dag_id: str, run_id: str, page: TaskPage | None = None
+) -> dict[str, Any]:
+    page = page or TaskPage(None, 0)
+    model = page_dag(session, dag_id)
     run: DagRun = get_run(session, dag_id, run_id)
-    rows = task_rows(dag_view(model), task_summaries(session, dag_id, run_id))
+    rows, total = _page_of_tasks(session, dag_view(model), run, page)
     rows = with_items(session, dag_id, run_id, rows)
+    counts = run_ti_counts(session, dag_id, run_id)
     return {
         "dag": model,
         "run": run,
         "rows": rows,
+        "page": page,
+        "tasks_total": total,
+        "page_size": TASKS_PAGE,
+        "counts": sorted(counts.items(), key=_count_rank),
+        "counts_total": sum(counts.values()),
         "run_url": run_url(dag_id, run_id),
         "duration": duration(run.start_date, run.end_date),
         "when": when,
@@ -134,7 +231,7 @@ def run_page(
     request: Request, dag_id: str, run_id: str, user: PageUser, session: DbSession
 ) -> Response:
     try:
-        values = _run_context(session, dag_id, run_id)
+        values = _run_context(session, dag_id, run_id, TaskPage.of(request))
     except MISSING as error:
         return missing(request, error)
     return render(request, "runs/run.html", {**values, "may_run": user.may(Role.USER)})
@@ -146,7 +243,7 @@ def run_tasks_partial(
 ) -> Response:
     """The task table alone, for the page to poll while the run goes on."""
     try:
-        values = _run_context(session, dag_id, run_id)
+        values = _run_context(session, dag_id, run_id, TaskPage.of(request))
     except MISSING as error:
         return missing(request, error)
     return render(request, "runs/_tasks.html", {**values, "may_run": user.may(Role.USER)})

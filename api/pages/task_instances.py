@@ -9,18 +9,27 @@ the page costs the same statements for 3 items as for 16,194.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Query, Request, status
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 
 from api.audit import PageActingRunner, about_ti, about_tis
 from api.csrf import FormPost
 from api.deps import Context, DbSession, PageUser, Principal
+from api.log_lines import parse
 from api.logs import LogWindow, read_after, read_before, read_tail, try_log
 from api.pages.hitl import question_context
-from api.pages.runs import MISSING, RUN_PAGE, duration, missing, run_url, when
+from api.pages.runs import MISSING, RUN_PAGE, duration, missing, page_dag, run_url, when
 from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
 from api.templating import render
@@ -38,7 +47,6 @@ from state.engine import (
     Scope,
     Target,
     apply_plan,
-    get_dag_model,
     plan_clear,
     plan_mark,
 )
@@ -93,21 +101,54 @@ def _log(context: Context, ti: TaskInstance, try_number: int) -> dict[str, Any]:
             if live
             else f"No log of try {try_number} here{where}."
         )
-        empty = {"text": "", "start": 0, "offset": 0, "size": 0, "live": live}
-        return {**empty, "note": note, "window": LOG_WINDOW_BYTES}
-    window = read_tail(path, LOG_CHUNK_BYTES)
-    note = "" if window.size else "The log is empty."
-    return {**_window(window, live), "note": note, "window": LOG_WINDOW_BYTES}
+        empty = {"text": "", "levels": [], "start": 0, "offset": 0, "size": 0, "live": live}
+        return {**empty, "lines": [], "note": note, "window": LOG_WINDOW_BYTES}
+    window = _window(read_tail(path, LOG_CHUNK_BYTES), live)
+    lines = runs_of_levels(window["levels"], log_lines(window["text"]))
+    note = "" if window["size"] else "The log is empty."
+    return {**window, "lines": lines, "note": note, "window": LOG_WINDOW_BYTES}
 
 
 def _window(window: LogWindow, live: bool) -> dict[str, Any]:
     return {
         "text": window.text,
+        "levels": levels_of(window.text),
         "start": window.start,
         "offset": window.end,
         "size": window.size,
         "live": live,
     }
+
+
+def log_lines(text: str) -> list[str]:
+    """The lines of a window of log, split on newlines only (as the page's script splits)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def runs_of_levels(levels: list[str], lines: list[str]) -> list[tuple[str, str]]:
+    """Consecutive lines of one level joined, each ended by its newline: one element a run
+    keeps a page of 256 KiB of short lines from doubling in markup."""
+    runs: list[tuple[str, list[str]]] = []
+    for level, line in zip(levels, lines, strict=True):
+        if runs and runs[-1][0] == level:
+            runs[-1][1].append(line)
+        else:
+            runs.append((level, [line]))
+    return [(level, "".join(f"{line}\n" for line in run)) for level, run in runs]
+
+
+def levels_of(text: str) -> list[str]:
+    """Each line's level (``api/log_lines.py``), one per line of ``text``: the page colours and
+    filters the lines by it. A traceback cut by a window's edge reads as its source's level."""
+    return [line.level for line in parse(log_lines(text))]
+
+
+def log_filename(key: TIKey, try_number: int) -> str:
+    """A download's file name: the task instance and try, in characters every system keeps."""
+    index = f"_{key.map_index}" if key.map_index >= 0 else ""
+    name = f"{key.dag_id}__{key.run_id}__{key.task_id}{index}__try{try_number}.log"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
 def _items(session: DbSession, ti: TaskInstance, offset: int) -> dict[str, Any]:
@@ -156,7 +197,7 @@ def _selected(session: DbSession, key: TIKey, mapped: bool) -> TaskInstance | No
     return get_task_instance(session, key).ti
 
 
-def _task_context(
+def task_context(
     session: DbSession,
     context: Context,
     key: TIKey,
@@ -165,7 +206,7 @@ def _task_context(
     whole: bool = True,
 ) -> dict[str, Any]:
     """What the task page shows; without ``whole``, only its live part (state, tries, why)."""
-    model = get_dag_model(session, key.dag_id)
+    model = page_dag(session, key.dag_id)
     run = get_run(session, key.dag_id, key.run_id)
     structure = dag_view(model)
     spec = structure.tasks.get(key.task_id)
@@ -234,7 +275,7 @@ def task_page(
 ) -> Response:
     key = TIKey(dag_id, run_id, task_id, map_index)
     try:
-        values = _task_context(session, context, key, try_number, offset)
+        values = task_context(session, context, key, try_number, offset)
     except MISSING as error:
         return missing(request, error)
     values["question"] = _question(session, values, user, request)
@@ -256,7 +297,7 @@ def task_live_partial(
     """The task page's live part alone: its state, actions, why it waits, its tries."""
     key = TIKey(dag_id, run_id, task_id, map_index)
     try:
-        values = _task_context(session, context, key, try_number, 0, whole=False)
+        values = task_context(session, context, key, try_number, 0, whole=False)
     except MISSING as error:
         return missing(request, error)
     return render(request, "runs/_task_live.html", {**values, "may_run": user.may(Role.USER)})
@@ -277,7 +318,7 @@ def task_body_partial(
     """The part below the live one: the chosen try's log, the items, XComs and state values."""
     key = TIKey(dag_id, run_id, task_id, map_index)
     try:
-        values = _task_context(session, context, key, try_number, 0)
+        values = task_context(session, context, key, try_number, 0)
     except MISSING as error:
         return missing(request, error)
     values["question"] = _question(session, values, user, request)
@@ -336,8 +377,36 @@ def task_log_tail(
     live = ti.state == TaskInstanceState.RUNNING and try_number == ti.try_number
     if not path.is_file():
         at = offset or 0
-        return JSONResponse({"text": "", "start": at, "offset": at, "size": 0, "live": live})
+        empty = {"text": "", "levels": [], "start": at, "offset": at, "size": 0, "live": live}
+        return JSONResponse(empty)
     return JSONResponse(_window(_log_window(path, offset, before), live))
+
+
+@router.get(TASK_PAGE + "/log/download")
+def task_log_download(
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    _: PageUser,
+    session: DbSession,
+    context: Context,
+    try_number: Annotated[int, Query(ge=1)],
+    map_index: MapIndex = -1,
+) -> Response:
+    """The whole log of one try as a text file (streamed from disk: a log may be 100 MiB)."""
+    key = TIKey(dag_id, run_id, task_id, map_index)
+    try:
+        ti = get_task_instance(session, key).ti
+    except MISSING as error:
+        return PlainTextResponse(f"{error}\n", status.HTTP_404_NOT_FOUND)
+    path = try_log(context.settings.logs_folder, (dag_id, run_id, task_id, map_index), try_number)
+    if try_number > ti.try_number or not path.is_file():
+        where = f" (it ran on {ti.hostname})" if ti.hostname else ""
+        detail = f"no log of try {try_number} of {task_id} on this server{where}\n"
+        return PlainTextResponse(detail, status.HTTP_404_NOT_FOUND)
+    return FileResponse(
+        path, media_type="text/plain; charset=utf-8", filename=log_filename(key, try_number)
+    )
 
 
 def _log_window(path: Path, offset: int | None, before: int | None) -> LogWindow:

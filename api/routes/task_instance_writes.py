@@ -287,7 +287,7 @@ def bulk_task_instances(
         result = BulkActionResponse()
         if isinstance(action, BulkUpdateTaskInstances):
             for entity in action.entities:
-                _bulk_mark(session, (dag_id, dag_run_id), entity, who.user, result)
+                _bulk_mark(session, (dag_id, dag_run_id), entity, who, result)
             answer.update = result
         else:
             detail = f"task instances cannot be {action.action}d in bulk here: mark or clear them"
@@ -300,7 +300,7 @@ def _bulk_mark(
     session: Session,
     path: tuple[str, str],
     entity: BulkTaskInstanceBody,
-    by: str | None,
+    who: Actor,
     result: BulkActionResponse,
 ) -> None:
     dag_id = entity.dag_id or path[0]
@@ -318,7 +318,10 @@ def _bulk_mark(
         state = TaskInstanceState(entity.new_state)
         get_run(session, dag_id, run_id)
         plan = plan_mark(session, dag_id, run_id, targets, scope_of(entity), state)
-        for ti in apply_plan(session, plan, by):
+        done = apply_plan(session, plan, who.user)
+        extra = {"new_state": state, "bulk": True}
+        record_plan(session, who, "patch_task_instance", plan, done, extra)
+        for ti in done:
             result.success.append(f"{ti.dag_id}.{ti.run_id}.{ti.task_id}[{ti.map_index}]")
     except (BadScope, NotFound) as error:
         result.errors.append(

@@ -13,11 +13,80 @@
   }
 
   // Each window read is a span that knows its first byte: trimming and paging back need it.
+  // Inside it, a span for each run of lines of one level, classed by it (the server parses).
   function piece(chunk) {
     var span = document.createElement("span");
     span.dataset.start = chunk.start;
-    span.textContent = chunk.text;
+    var lines = chunk.text.split("\n");
+    if (lines[lines.length - 1] === "") lines.pop();
+    var levels = chunk.levels || [];
+    var run = [];
+    lines.forEach(function (text, index) {
+      var level = levels[index] || "info";
+      if (run.length && run[0] !== level) {
+        span.appendChild(levelRun(run));
+        run = [];
+      }
+      if (!run.length) run.push(level);
+      run.push(text + "\n");
+    });
+    if (run.length) span.appendChild(levelRun(run));
     return span;
+  }
+
+  function levelRun(run) {  // [level, line, line, ...]
+    var element = document.createElement("span");
+    element.className = "ll ll-" + run[0];
+    element.textContent = run.slice(1).join("");
+    return element;
+  }
+
+  // The reader's choices for every log: the lowest level shown, and whether lines wrap.
+  var RANKS = { debug: 0, info: 1, warning: 2, error: 3, critical: 4 };
+  function remembered(name, fallback) {
+    try { return localStorage.getItem("tradewind:log-" + name) || fallback; }
+    catch (error) { return fallback; }
+  }
+  function remember(name, value) {
+    try { localStorage.setItem("tradewind:log-" + name, value); } catch (error) { /* private */ }
+  }
+  function countHidden(pre) {
+    var note = document.getElementById("pg-log-hidden");
+    if (!note) return;
+    var floor = RANKS[pre.dataset.minLevel] || 0;
+    var hidden = 0;
+    if (floor) {
+      pre.querySelectorAll(".ll").forEach(function (line) {
+        var level = line.className.slice(6);
+        if ((RANKS[level] === undefined ? 1 : RANKS[level]) < floor) {
+          hidden += line.textContent.split("\n").length - 1;
+        }
+      });
+    }
+    note.hidden = hidden === 0;
+    note.textContent = hidden + (hidden === 1 ? " line" : " lines") + " hidden by the filter";
+  }
+  function startTools(pre) {
+    var level = document.getElementById("pg-log-level");
+    var wrap = document.getElementById("pg-log-wrap");
+    if (level) {
+      level.value = remembered("level", "debug");
+      pre.dataset.minLevel = level.value;
+      level.addEventListener("change", function () {
+        pre.dataset.minLevel = level.value;
+        remember("level", level.value);
+        countHidden(pre);
+      });
+    }
+    if (wrap) {
+      wrap.checked = remembered("wrap", "yes") === "yes";
+      pre.classList.toggle("pg-log-nowrap", !wrap.checked);
+      wrap.addEventListener("change", function () {
+        pre.classList.toggle("pg-log-nowrap", !wrap.checked);
+        remember("wrap", wrap.checked ? "yes" : "no");
+      });
+    }
+    countHidden(pre);
   }
 
   function showEarlier(pre) {
@@ -44,6 +113,7 @@
         pre.dataset.start = chunk.start;
       }
       if (chunk.text) pre.appendChild(piece(chunk));
+      countHidden(pre);
       var more = chunk.offset !== Number(pre.dataset.offset);
       pre.dataset.offset = chunk.offset;
       if (atEnd) {
@@ -66,12 +136,14 @@
       pre.dataset.start = chunk.start;
       pre.scrollTop += pre.scrollHeight - height;  // the reader stays on the line they read
       showEarlier(pre);
+      countHidden(pre);
     });
   }
 
   function startLog() {
     var log = document.getElementById("pg-log");
     if (!log) return;
+    startTools(log);
     log.scrollTop = log.scrollHeight;
     followLog(log);  // while the try runs, what it adds
     var earlier = document.getElementById("pg-log-earlier");

@@ -57,7 +57,15 @@ if TYPE_CHECKING:
         run_counts,
     )
     from state.views.metrics import FleetNow, Reported, read_fleet
-    from state.views.overview import GridCounts, RunSummary, grid_cells, latest_runs, recent_runs
+    from state.views.overview import (
+        EarlierTries,
+        GridCounts,
+        RunSummary,
+        earlier_tries,
+        grid_cells,
+        latest_runs,
+        recent_runs,
+    )
     from state.views.progress import (
         PROGRESS_KEY,
         ItemsProgress,
@@ -92,8 +100,10 @@ if TYPE_CHECKING:
         active_in_dag,
         items_counts,
         items_view,
+        run_ti_counts,
         task_state_values,
         task_summaries,
+        tasks_in_state,
     )
 
 # Each name's module, imported when the name is first asked for (state/core/faces.py).
@@ -116,6 +126,8 @@ _MODULE_OF = {
     "EventFilter": "asset_listing",
     "EventRow": "asset_listing",
     "GridCounts": "overview",
+    "EarlierTries": "overview",
+    "earlier_tries": "overview",
     "HandMadeEvent": "asset_listing",
     "ItemsProgress": "progress",
     "PROGRESS_KEY": "progress",
@@ -182,6 +194,8 @@ _MODULE_OF = {
     "task_instance_by_id": "run_listing",
     "task_state_values": "run_view",
     "task_summaries": "run_view",
+    "run_ti_counts": "run_view",
+    "tasks_in_state": "run_view",
     "upstream_states": "run_listing",
 }
 
@@ -192,6 +206,7 @@ __all__ = [
     "AssetView",
     "DagFilter",
     "DagsIn",
+    "EarlierTries",
     "EventFilter",
     "EventLogFilter",
     "EventRow",
@@ -222,6 +237,7 @@ __all__ = [
     "count_runs_by_state",
     "create_event_by_hand",
     "dag_tags",
+    "earlier_tries",
     "files_with_import_errors",
     "get_alias",
     "get_asset_view",
@@ -263,12 +279,14 @@ __all__ = [
     "run_counts",
     "run_states",
     "run_task_instances",
+    "run_ti_counts",
     "run_waits",
     "runs_by_day",
     "task_ids_in_states",
     "task_instance_by_id",
     "task_state_values",
     "task_summaries",
+    "tasks_in_state",
     "upstream_states",
     "waiting_questions",
 ]

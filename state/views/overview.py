@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from sqlalchemy import ColumnElement, case, func, select, text, union_all
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from state.core import DagRun, DagRunState, TaskInstance, TaskInstanceState, statements_of
+from state.core import (
+    DagRun,
+    DagRunState,
+    TaskInstance,
+    TaskInstanceHistory,
+    TaskInstanceState,
+    statements_of,
+)
 
 
 @dataclass(frozen=True)
@@ -234,3 +241,33 @@ def grid_cells(
     for run_id, groups in by_run.items():
         cells.add_run(run_id, groups)
     return cells
+
+
+#: A grid cell's earlier tries: (run id, task id) -> [(try number, state kept), ...] in order.
+EarlierTries = dict[tuple[str, str], list[tuple[int, str | None]]]
+
+
+def earlier_tries(
+    session: Session, dag_id: str, run_ids: Sequence[str], task_ids: Sequence[str]
+) -> EarlierTries:
+    """The earlier tries of the unmapped task instances of ``task_ids`` in ``run_ids``: what
+    the grid's try markers show (one statement, on the history's unique key; a task instance
+    that never gave a try way has no row there, so most grids read nothing)."""
+    tries: EarlierTries = {}
+    if not run_ids or not task_ids:
+        return tries
+    among = statements_of(session).any_of
+    history = TaskInstanceHistory
+    query = (
+        select(history.run_id, history.task_id, history.try_number, history.state)
+        .where(
+            history.dag_id == dag_id,
+            among(history.run_id, list(run_ids)),
+            among(history.task_id, list(task_ids)),
+            history.map_index == -1,
+        )
+        .order_by(history.try_number)
+    )
+    for run_id, task_id, try_number, state in session.connection().execute(query).all():
+        tries.setdefault((run_id, task_id), []).append((try_number, state))
+    return tries

@@ -101,6 +101,39 @@ def task_summaries(
     return summaries
 
 
+def run_ti_counts(session: Session, dag_id: str, run_id: str) -> dict[str, int]:
+    """The run's task instances counted by state: one aggregate answering a row a state (the
+    run page's counts; the rows it shows are read a page at a time)."""
+    query = (
+        select(TaskInstance.state, func.count())
+        .where(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id)
+        .group_by(TaskInstance.state)
+    )
+    return {str(state): count for state, count in session.execute(query)}
+
+
+def tasks_in_state(
+    session: Session, dag_id: str, run_id: str, state: str, offset: int, limit: int
+) -> tuple[list[str], int]:
+    """A page of the run's tasks with a task instance in ``state``, by task id, and how many
+    tasks have one (two statements; the page is cut by the database)."""
+    where = (
+        TaskInstance.dag_id == dag_id,
+        TaskInstance.run_id == run_id,
+        TaskInstance.state == state,
+    )
+    page = (
+        select(TaskInstance.task_id)
+        .where(*where)
+        .group_by(TaskInstance.task_id)
+        .order_by(TaskInstance.task_id)
+        .offset(offset)
+        .limit(limit)
+    )
+    total = select(func.count(func.distinct(TaskInstance.task_id))).where(*where)
+    return list(session.scalars(page)), int(session.scalar(total) or 0)
+
+
 def active_in_dag(session: Session, dag_id: str) -> int:
     """Task instances of the DAG queued or running now, across its runs (max_active_tasks)."""
     query = select(func.count()).where(

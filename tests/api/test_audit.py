@@ -173,3 +173,43 @@ def test_a_clear_of_many_mapped_instances_is_one_event_per_task() -> None:
         ("double", None, None),
         ("extract", -1, 1),
     ]
+
+
+def test_bulk_run_and_task_instance_actions_are_recorded_one_event_a_run(
+    api: TestClient, as_role: Headers, home: Home
+) -> None:
+    user = as_role("user")
+    for run_id in ("b1", "b2", "b3"):
+        assert api.post(RUNS, json={"dag_run_id": run_id}, headers=user).status_code == 200
+    marked = {
+        "action": "update",
+        "entities": [{"dag_run_id": r, "state": "failed"} for r in ("b1", "b2")],
+    }
+    deleted = {"action": "delete", "entities": ["b3"]}
+    reply = api.patch(RUNS, json={"actions": [marked, deleted]}, headers=user)
+    assert reply.status_code == 200, reply.text
+    clear = {"dry_run": False, "dag_runs": [{"dag_run_id": "b1"}, {"dag_run_id": "b2"}]}
+    reply = api.post("/api/v2/dags/etl/clearDagRuns", json=clear, headers=user)
+    assert reply.status_code == 200, reply.text
+    tis = {"action": "update", "entities": [{"task_id": "extract", "new_state": "success"}]}
+    reply = api.patch(f"{RUNS}/b1/taskInstances", json={"actions": [tis]}, headers=user)
+    assert reply.status_code == 200 and reply.json()["update"]["success"], reply.text
+    dry = {"dry_run": True, "dag_runs": [{"dag_run_id": "b1"}]}
+    assert api.post("/api/v2/dags/etl/clearDagRuns", json=dry, headers=user).status_code == 200
+
+    events = _events(api, as_role, order_by="id", included_events=[
+        "patch_dag_run", "delete_dag_run", "clear_dag_run", "patch_task_instance",
+    ])  # fmt: skip
+    done = [(e["event"], e["run_id"], e.get("task_id"), e["owner"]) for e in events]
+    assert done == [
+        ("patch_dag_run", "b1", None, "user"),
+        ("patch_dag_run", "b2", None, "user"),
+        ("delete_dag_run", "b3", None, "user"),
+        ("clear_dag_run", "b1", None, "user"),
+        ("clear_dag_run", "b2", None, "user"),
+        ("patch_task_instance", "b1", "extract", "user"),
+    ]  # a dry run changes nothing and records nothing
+    extras = [json.loads(str(e["extra"])) for e in events]
+    assert all(extra["bulk"] is True and extra["origin"] == "api" for extra in extras)
+    assert extras[0]["state"] == "failed" and extras[3]["only_failed"] is False
+    assert extras[5]["new_state"] == "success"
