@@ -153,3 +153,35 @@ def test_provider_helpers_behave_as_airflow_s() -> None:
         "e": [2],
     }
     assert repr(NOTSET) == "NOTSET" and not NOTSET
+
+
+def test_the_airflow_helpers_the_google_provider_imports_are_served() -> None:
+    """Its BigQuery hook (the first of its hooks) imports these at its top; its Dataproc
+    operators declare ``StartTriggerArgs``."""
+    code = """
+        from tradewind.airflow_paths import install
+        install()
+        from airflow.sdk.definitions._internal.types import NOTSET, is_arg_set
+        from airflow.triggers.base import StartTriggerArgs
+        from airflow.utils.hashlib_wrapper import md5
+        from airflow.utils.helpers import convert_camel_to_snake
+        from airflow.utils.types import DagRunType
+        print(md5(b"apple").hexdigest(), convert_camel_to_snake("jobReferenceId"))
+        print(DagRunType.SCHEDULED == "scheduled", is_arg_set(NOTSET))
+        print(StartTriggerArgs("m.T", "execute_complete").trigger_cls)
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.stdout.split() == [
+        "1f3870be274f6c49b3e31a0c6728957f",
+        "job_reference_id",
+        "True",
+        "False",
+        "m.T",
+    ], result.stderr

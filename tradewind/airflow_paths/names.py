@@ -224,6 +224,7 @@ _CORE: dict[str, ModuleRow] = {
         BaseTrigger="tradewind.triggers.base:BaseTrigger",
         BaseEventTrigger="tradewind.triggers.base:BaseEventTrigger",
         TriggerEvent="tradewind.triggers.base:TriggerEvent",
+        StartTriggerArgs=f"{_TW_PROV}.compat:StartTriggerArgs",
     ),
     "airflow.triggers.temporal": _row(
         airflow3=f"{_STD}.triggers.temporal",
@@ -250,6 +251,7 @@ _CORE: dict[str, ModuleRow] = {
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("merge_dicts", "prune_dict")},
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("exactly_one", "at_most_one", "chunks")},
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("is_container", "as_flattened_list")},
+        convert_camel_to_snake=f"{_TW_PROV}.compat:convert_camel_to_snake",
     ),
     "airflow.utils.operator_helpers": _row(determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs"),
     "airflow.utils.yaml": _row(delegate="yaml"),
@@ -260,6 +262,7 @@ _CORE: dict[str, ModuleRow] = {
     ),
     "airflow.models.baseoperatorlink": _row(BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink"),
     "airflow.utils.strings": _row(to_boolean=f"{_TW_PROV}.compat:to_boolean"),
+    "airflow.utils.hashlib_wrapper": _row(md5=f"{_TW_PROV}.compat:md5"),
     "airflow.utils.dates": _row(
         days_ago=old("tradewind.timezone:days_ago", "pendulum.today('UTC').add(days=-N)"),
     ),
@@ -353,7 +356,14 @@ _CORE: dict[str, ModuleRow] = {
         iter_namespace=f"{_TW_PROV}.compat:iter_namespace",
     ),
     "airflow.utils.types": _row(
-        NOTSET=f"{_TW_PROV}.compat:NOTSET", ArgNotSet=f"{_TW_PROV}.compat:ArgNotSet"
+        NOTSET=f"{_TW_PROV}.compat:NOTSET",
+        ArgNotSet=f"{_TW_PROV}.compat:ArgNotSet",
+        DagRunType=f"{_TW_PROV}.compat:DagRunType",
+    ),
+    "airflow.sdk.definitions._internal.types": _row(
+        NOTSET=f"{_TW_PROV}.compat:NOTSET",
+        ArgNotSet=f"{_TW_PROV}.compat:ArgNotSet",
+        is_arg_set=f"{_TW_PROV}.compat:is_arg_set",
     ),
     "airflow.models.xcom": _row(XCOM_RETURN_KEY=f"{_TW_PROV}.compat:XCOM_RETURN_KEY"),
     "airflow.providers_manager": _row(

@@ -8,6 +8,9 @@ Each is what the provider uses of it: ``NOTSET`` (an argument not given), ``impo
 from __future__ import annotations
 
 import importlib
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Final
 
 from tradewind.airflow_paths.names import AIRFLOW_VERSION
@@ -239,6 +242,44 @@ def add_deprecated_classes(classes: Any, package: str, *args: Any, **kwargs: Any
     """Airflow keeps a provider's moved classes importable from their old modules; Tradewind
     keeps only the new paths (the old ones fail their import, naming the module)."""
     return None
+
+
+def md5(data: bytes = b"") -> Any:
+    """An MD5 hash object for ids and fingerprints, never for security (so it works where
+    FIPS mode forbids MD5 for security)."""
+    import hashlib
+
+    return hashlib.md5(data, usedforsecurity=False)
+
+
+def convert_camel_to_snake(camel_str: str) -> str:
+    """``jobReference`` as ``job_reference`` (BigQuery's API fields as the hook's arguments)."""
+    return re.sub("(?!^)([A-Z]+)", r"_\1", camel_str).lower()
+
+
+class DagRunType(StrEnum):
+    """How a run came to be, as ``dag_run.run_type`` says it."""
+
+    BACKFILL_JOB = "backfill"
+    SCHEDULED = "scheduled"
+    MANUAL = "manual"
+    ASSET_TRIGGERED = "asset_triggered"
+
+
+@dataclass
+class StartTriggerArgs:
+    """What an operator that starts from a trigger declares (``start_trigger_args``).
+
+    Tradewind never starts a task on the triggerer: such an operator's ``start_from_trigger``
+    is not acted on, and its ``execute`` runs on a worker (and may defer from there).
+    """
+
+    trigger_cls: str
+    next_method: str
+    trigger_kwargs: dict[str, Any] | None = None
+    next_kwargs: dict[str, Any] | None = None
+    timeout: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def getuser() -> str:
