@@ -365,7 +365,12 @@ _CORE: dict[str, ModuleRow] = {
         ArgNotSet=f"{_TW_PROV}.compat:ArgNotSet",
         is_arg_set=f"{_TW_PROV}.compat:is_arg_set",
     ),
-    "airflow.models.xcom": _row(XCOM_RETURN_KEY=f"{_TW_PROV}.compat:XCOM_RETURN_KEY"),
+    **{
+        module: _row(
+            XCOM_RETURN_KEY=f"{_TW_PROV}.compat:XCOM_RETURN_KEY", XCom=f"{_TW_PROV}.compat:XCom"
+        )
+        for module in ("airflow.models.xcom", "airflow.sdk.execution_time.xcom")
+    },
     "airflow.providers_manager": _row(
         ProvidersManager=f"{_TW_PROV}.registry:ProvidersManager",
     ),

@@ -66,6 +66,68 @@ def qualname(value: Any) -> str:
     return f"{target.__module__}.{target.__qualname__}"
 
 
+class XCom:
+    """Airflow's XCom model, as far as providers use it inside a task: the XComs of this run's
+    tasks (``get_value``, ``get_one``) and the running task's own (``set``), through its
+    supervisor. Another run's XComs are refused in one line: a try reads only its own run's."""
+
+    @classmethod
+    def get_value(cls, *, ti_key: Any, key: str = XCOM_RETURN_KEY) -> Any:
+        return cls.get_one(
+            key=key,
+            dag_id=ti_key.dag_id,
+            run_id=ti_key.run_id,
+            task_id=ti_key.task_id,
+            map_index=ti_key.map_index,
+        )
+
+    @classmethod
+    def get_one(
+        cls,
+        *,
+        key: str = XCOM_RETURN_KEY,
+        dag_id: str | None = None,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        map_index: int | None = None,
+        **ignored: Any,
+    ) -> Any:
+        ti = _running_ti(dag_id, run_id)
+        index = None if map_index is None or map_index < 0 else map_index
+        return ti.client.get_xcom(task_id or ti.task_id, key, index)
+
+    @classmethod
+    def set(
+        cls,
+        key: str,
+        value: Any,
+        *,
+        dag_id: str | None = None,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        map_index: int = -1,
+        **ignored: Any,
+    ) -> None:
+        ti = _running_ti(dag_id, run_id)
+        if task_id not in (None, ti.task_id) or map_index not in (-1, ti.map_index):
+            raise ValueError(
+                f"XCom.set: a task sets only its own XComs ({ti.task_id}), not {task_id}'s"
+            )
+        ti.xcom_push(key, value)
+
+
+def _running_ti(dag_id: str | None, run_id: str | None) -> Any:
+    from tradewind.context import get_current_context
+
+    ti = get_current_context()["ti"]
+    if (dag_id or ti.dag_id, run_id or ti.run_id) != (ti.dag_id, ti.run_id):
+        raise ValueError(
+            f"XCom of {dag_id}/{run_id}: a task reads the XComs of its own run only "
+            f"({ti.dag_id}/{ti.run_id})"
+        )
+    return ti
+
+
 class SkipMixin:
     """Airflow's mix-in of operators that skip tasks after them.
 
