@@ -155,9 +155,10 @@ def test_provider_helpers_behave_as_airflow_s() -> None:
     assert repr(NOTSET) == "NOTSET" and not NOTSET
 
 
-def test_the_airflow_helpers_the_google_provider_imports_are_served() -> None:
-    """Its BigQuery hook (the first of its hooks) imports these at its top; its Dataproc
-    operators declare ``StartTriggerArgs``."""
+def test_the_airflow_helpers_providers_import_are_served() -> None:
+    """google's BigQuery hook (the first of its hooks) imports most of these at its top, its
+    Dataproc operators declare ``StartTriggerArgs``; snowflake's decorator asks
+    ``is_async_callable``."""
     code = """
         from tradewind.airflow_paths import install
         install()
@@ -169,6 +170,10 @@ def test_the_airflow_helpers_the_google_provider_imports_are_served() -> None:
         print(md5(b"apple").hexdigest(), convert_camel_to_snake("jobReferenceId"))
         print(DagRunType.SCHEDULED == "scheduled", is_arg_set(NOTSET))
         print(StartTriggerArgs("m.T", "execute_complete").trigger_cls)
+        from functools import partial
+        from airflow.sdk.bases.decorator import is_async_callable
+        async def fetch(n): ...
+        print(is_async_callable(partial(fetch, 1)), is_async_callable(print))
     """
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
@@ -184,4 +189,6 @@ def test_the_airflow_helpers_the_google_provider_imports_are_served() -> None:
         "True",
         "False",
         "m.T",
+        "True",
+        "False",
     ], result.stderr

@@ -488,6 +488,7 @@ _SDK = _row(
     SkipMixin=f"{_TW_PROV}.compat:SkipMixin",
     poke_mode_only=f"{_TW_PROV}.compat:poke_mode_only",
     determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs",
+    is_async_callable=f"{_TW_PROV}.compat:is_async_callable",
     BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink",
     LoggingMixin="tradewind.logging_mixin:LoggingMixin",
     XComArg="tradewind.xcom_arg:XComArg",

@@ -314,6 +314,18 @@ def md5(data: bytes = b"") -> Any:
     return hashlib.md5(data, usedforsecurity=False)
 
 
+def is_async_callable(func: Any) -> bool:
+    """Whether calling ``func`` gives a coroutine: an ``async def``, a partial of one, or an
+    object whose ``__call__`` is one (how decorators choose their async path)."""
+    import functools
+    import inspect
+
+    while isinstance(func, functools.partial):
+        func = func.func
+    call = None if inspect.isroutine(func) else type(func).__dict__.get("__call__")
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+
+
 def convert_camel_to_snake(camel_str: str) -> str:
     """``jobReference`` as ``job_reference`` (BigQuery's API fields as the hook's arguments)."""
     return re.sub("(?!^)([A-Z]+)", r"_\1", camel_str).lower()
