@@ -262,6 +262,7 @@ _CORE: dict[str, ModuleRow] = {
     ),
     "airflow.models.baseoperatorlink": _row(BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink"),
     "airflow.utils.strings": _row(to_boolean=f"{_TW_PROV}.compat:to_boolean"),
+    "airflow.notifications.basenotifier": _row(BaseNotifier="tradewind.notifier:BaseNotifier"),
     "airflow.utils.hashlib_wrapper": _row(md5=f"{_TW_PROV}.compat:md5"),
     "airflow.utils.dates": _row(
         days_ago=old("tradewind.timezone:days_ago", "pendulum.today('UTC').add(days=-N)"),
@@ -489,6 +490,7 @@ _SDK = _row(
     poke_mode_only=f"{_TW_PROV}.compat:poke_mode_only",
     determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs",
     is_async_callable=f"{_TW_PROV}.compat:is_async_callable",
+    BaseNotifier="tradewind.notifier:BaseNotifier",
     BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink",
     LoggingMixin="tradewind.logging_mixin:LoggingMixin",
     XComArg="tradewind.xcom_arg:XComArg",
