@@ -157,8 +157,9 @@ def test_provider_helpers_behave_as_airflow_s() -> None:
 
 def test_the_airflow_helpers_providers_import_are_served() -> None:
     """google's BigQuery hook (the first of its hooks) imports most of these at its top, its
-    Dataproc operators declare ``StartTriggerArgs``; snowflake's decorator asks
-    ``is_async_callable``."""
+    Dataproc operators declare ``StartTriggerArgs``, its Dataflow hook bounds calls with
+    ``timeout``; snowflake's decorator asks ``is_async_callable``; databricks raises
+    ``TaskInstanceNotFound``; cncf-kubernetes reads ``airflow.settings``."""
     code = """
         from tradewind.airflow_paths import install
         install()
@@ -174,10 +175,24 @@ def test_the_airflow_helpers_providers_import_are_served() -> None:
         from airflow.sdk.bases.decorator import is_async_callable
         async def fetch(n): ...
         print(is_async_callable(partial(fetch, 1)), is_async_callable(print))
+        import time
+        from airflow.exceptions import AirflowTaskTimeout, TaskInstanceNotFound
+        from airflow.providers.standard.exceptions import DuplicateStateError
+        from airflow.settings import AIRFLOW_HOME, pod_mutation_hook
+        from airflow.utils.timeout import timeout
+        try:
+            with timeout(0.2, "the job took too long"):
+                time.sleep(30)
+        except AirflowTaskTimeout as error:
+            print(str(error).split(",")[0].replace(" ", "_"))
+        with timeout(30):
+            pass
+        print(issubclass(TaskInstanceNotFound, Exception), DuplicateStateError.__name__)
+        print(AIRFLOW_HOME == "/srv/af", pod_mutation_hook(None))
     """
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "AIRFLOW_HOME": "/srv/af"},
         capture_output=True,
         text=True,
         timeout=60,
@@ -191,4 +206,9 @@ def test_the_airflow_helpers_providers_import_are_served() -> None:
         "m.T",
         "True",
         "False",
+        "the_job_took_too_long",
+        "True",
+        "DuplicateStateError",
+        "True",
+        "None",
     ], result.stderr

@@ -125,7 +125,10 @@ _STANDARD: dict[str, dict[str, str]] = {
             "ExternalTaskGroupFailedError",
         )
     }
-    | {"AirflowExternalTaskSensorException": f"{_TW_STD}.external_task:ExternalTaskSensorError"},
+    | {
+        "AirflowExternalTaskSensorException": f"{_TW_STD}.external_task:ExternalTaskSensorError",
+        "DuplicateStateError": f"{_TW_STD}.external_task:DuplicateStateError",
+    },
     **{
         f"decorators.{module}": {name: f"{_TW_STD}.decorators:{name}"}
         for module, name in (
@@ -262,6 +265,14 @@ _CORE: dict[str, ModuleRow] = {
     ),
     "airflow.models.baseoperatorlink": _row(BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink"),
     "airflow.utils.strings": _row(to_boolean=f"{_TW_PROV}.compat:to_boolean"),
+    **{
+        module: _row(timeout=f"{_TW_PROV}.compat:timeout")
+        for module in ("airflow.utils.timeout", "airflow.sdk.execution_time.timeout")
+    },
+    "airflow.settings": _row(
+        AIRFLOW_HOME=f"{_TW_PROV}.compat:AIRFLOW_HOME",
+        pod_mutation_hook=f"{_TW_PROV}.compat:pod_mutation_hook",
+    ),
     "airflow.notifications.basenotifier": _row(BaseNotifier="tradewind.notifier:BaseNotifier"),
     "airflow.utils.hashlib_wrapper": _row(md5=f"{_TW_PROV}.compat:md5"),
     "airflow.utils.dates": _row(

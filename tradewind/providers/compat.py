@@ -8,7 +8,10 @@ Each is what the provider uses of it: ``NOTSET`` (an argument not given), ``impo
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import signal
+import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -324,6 +327,43 @@ def is_async_callable(func: Any) -> bool:
         func = func.func
     call = None if inspect.isroutine(func) else type(func).__dict__.get("__call__")
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+
+
+class timeout:
+    """``with timeout(seconds):`` raises ``AirflowTaskTimeout`` in the block after ``seconds``
+    (SIGALRM, so on the main thread, where a try runs its task; elsewhere the block is not
+    bounded, as signals reach only the main thread)."""
+
+    def __init__(self, seconds: float = 1, error_message: str = "Timeout") -> None:
+        self.seconds = seconds
+        self.error_message = f"{error_message}, PID: {os.getpid()}"
+        self._armed = False
+
+    def _expired(self, signum: int, frame: Any) -> None:
+        from tradewind.exceptions import AirflowTaskTimeout
+
+        raise AirflowTaskTimeout(self.error_message)
+
+    def __enter__(self) -> timeout:
+        if threading.current_thread() is threading.main_thread() and self.seconds > 0:
+            self._previous = signal.signal(signal.SIGALRM, self._expired)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self._armed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
+            self._armed = False
+
+
+def pod_mutation_hook(pod: Any) -> None:
+    """Airflow's cluster policy for Kubernetes pods: Tradewind has none (the pod is as built)."""
+
+
+#: Airflow's home, where a provider looks for its own files (``AIRFLOW_HOME``, as Airflow reads it).
+AIRFLOW_HOME: Final = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
 
 
 def convert_camel_to_snake(camel_str: str) -> str:
