@@ -159,7 +159,8 @@ def test_the_airflow_helpers_providers_import_are_served() -> None:
     """google's BigQuery hook (the first of its hooks) imports most of these at its top, its
     Dataproc operators declare ``StartTriggerArgs``, its Dataflow hook bounds calls with
     ``timeout``; snowflake's decorator asks ``is_async_callable``; databricks raises
-    ``TaskInstanceNotFound``; cncf-kubernetes reads ``airflow.settings``."""
+    ``TaskInstanceNotFound`` and names ``TaskInstanceKey``; cncf-kubernetes reads
+    ``airflow.settings`` and ``validate_key``."""
     code = """
         from tradewind.airflow_paths import install
         install()
@@ -189,6 +190,13 @@ def test_the_airflow_helpers_providers_import_are_served() -> None:
             pass
         print(issubclass(TaskInstanceNotFound, Exception), DuplicateStateError.__name__)
         print(AIRFLOW_HOME == "/srv/af", pod_mutation_hook(None))
+        from airflow.models.taskinstance import TaskInstanceKey
+        from airflow.utils.helpers import validate_key
+        validate_key("extract.fruit-1")
+        try:
+            validate_key("no spaces")
+        except ValueError:
+            print(TaskInstanceKey("d", "t", "r").map_index)
     """
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
@@ -211,4 +219,5 @@ def test_the_airflow_helpers_providers_import_are_served() -> None:
         "DuplicateStateError",
         "True",
         "None",
+        "-1",
     ], result.stderr

@@ -214,7 +214,10 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.models.connection": _row(Connection="tradewind:Connection"),
     "airflow.models.xcom_arg": _row(XComArg="tradewind.xcom_arg:XComArg"),
     "airflow.models.dagrun": _row(DagRun="tradewind.runtime_context:DagRunInfo"),
-    "airflow.models.taskinstance": _row(TaskInstance="tradewind.context:RuntimeTaskInstance"),
+    "airflow.models.taskinstance": _row(
+        TaskInstance="tradewind.context:RuntimeTaskInstance",
+        TaskInstanceKey=f"{_TW_PROV}.compat:TaskInstanceKey",
+    ),
     "airflow.exceptions": _row(
         delegate="tradewind.exceptions",
         AirflowTimetableInvalid="tradewind.timetable_base:InvalidTimetable",
@@ -255,7 +258,9 @@ _CORE: dict[str, ModuleRow] = {
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("exactly_one", "at_most_one", "chunks")},
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("is_container", "as_flattened_list")},
         convert_camel_to_snake=f"{_TW_PROV}.compat:convert_camel_to_snake",
+        validate_key=f"{_TW_PROV}.compat:validate_key",
     ),
+    "airflow.models.taskinstancekey": _row(TaskInstanceKey=f"{_TW_PROV}.compat:TaskInstanceKey"),
     "airflow.utils.operator_helpers": _row(determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs"),
     "airflow.utils.yaml": _row(delegate="yaml"),
     "airflow.utils.platform": _row(getuser=f"{_TW_PROV}.compat:getuser"),

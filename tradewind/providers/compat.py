@@ -14,7 +14,7 @@ import signal
 import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from tradewind.airflow_paths.names import AIRFLOW_VERSION
 
@@ -364,6 +364,31 @@ def pod_mutation_hook(pod: Any) -> None:
 
 #: Airflow's home, where a provider looks for its own files (``AIRFLOW_HOME``, as Airflow reads it).
 AIRFLOW_HOME: Final = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
+
+
+_KEY = re.compile(r"^[\w.-]+$")
+
+
+def validate_key(k: str, max_length: int = 250) -> None:
+    """A task or group id as Airflow accepts it: letters, digits, ``_``, ``.``, ``-``; bounded."""
+    if not isinstance(k, str):
+        raise TypeError(f"the key must be a str, got {type(k).__name__}")
+    if len(k) > max_length:
+        raise ValueError(f"the key {k[:20]!r}... is longer than {max_length} characters")
+    if not _KEY.match(k):
+        raise ValueError(
+            f"the key {k!r} may hold only letters, digits, underscores, dots and dashes"
+        )
+
+
+class TaskInstanceKey(NamedTuple):
+    """What identifies a try: an operator link's ``get_link`` gets one (``ti_key``)."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    try_number: int = 1
+    map_index: int = -1
 
 
 def convert_camel_to_snake(camel_str: str) -> str:
