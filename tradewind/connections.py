@@ -164,10 +164,16 @@ def mask_secret(value: str) -> None:
 
 
 def _client() -> Any:
+    """The running task's supervisor; outside a task, the triggerer's store (its triggers)."""
     try:
         return get_current_context()["ti"].client
     except RuntimeError:
+        from tradewind.triggers.services import lookups
+
+        found = lookups()
+        if found is not None:
+            return found
         raise RuntimeError(
-            "Connection.get() and Variable.get() work inside a running task: the supervisor "
-            "looks them up"
+            "Connection.get() and Variable.get() work inside a running task or a trigger: the "
+            "supervisor or the triggerer looks them up"
         ) from None

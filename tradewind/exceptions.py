@@ -38,6 +38,10 @@ class AirflowNotFoundException(AirflowException):
     """Something a task looked up (a connection, a variable) does not exist."""
 
 
+class TaskInstanceNotFound(AirflowNotFoundException):
+    """A task instance a provider looked for does not exist."""
+
+
 class AirflowBadRequest(AirflowException):
     """A request a task made was refused."""
 

@@ -1,55 +1,80 @@
 """``BaseNotifier``: a callback object that renders its templated fields, then notifies.
 
-Airflow's notifiers (``airflow.sdk.bases.notifier.BaseNotifier``) are given as a task's or a
-DAG's callbacks (``on_failure_callback=MyNotifier(...)``) and as a human-in-the-loop task's
-``notifiers``: each call renders a copy's ``template_fields`` against the task's context (the
-instance keeps its templates for the next call), then calls ``notify(context)``.
+Airflow's providers ship notifiers (``SlackNotifier``, ``SmtpNotifier``, ``HttpNotifier``) to
+pass as a task's or DAG's ``on_*_callback``, and human-in-the-loop tasks take them as
+``notifiers`` (called before the task waits). A callback runs in the task process with the try's
+context (``worker/task_runner/runner.py``), so a notifier renders its ``template_fields`` with
+the DAG's Jinja environment, as an operator's are, and calls ``notify(context)``. A notifier
+that fails is logged; the try's outcome stands, as with any callback.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tradewind.logging_mixin import LoggingMixin
-from tradewind.templates import render_value
 
 
 class BaseNotifier(LoggingMixin):
-    """Subclass it: set ``template_fields`` and define ``notify(self, context)``."""
+    """Subclass it: name the attributes to render in ``template_fields``; define ``notify``."""
 
     template_fields: Sequence[str] = ()
     template_ext: Sequence[str] = ()
 
+    def __init__(self, **kwargs: Any) -> None:
+        # Airflow 3.1's notifiers take keyword arguments for its deadline alerts: not acted on.
+        self.extra_arguments = kwargs
+
     def notify(self, context: dict[str, Any]) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must define notify(self, context)")
+        raise NotImplementedError(f"{type(self).__name__} must define notify(context)")
 
-    def render_template_fields(self, context: Mapping[str, Any]) -> None:
-        """Render each templated field in place (``__call__`` renders a copy)."""
-        dag = context.get("dag")
+    def get_template_env(self, dag: Any = None) -> Any:
+        from tradewind.templates import environment
+
         if dag is None:
-            return
+            raise ValueError(f"{type(self).__name__}: a notifier renders with a DAG's templates")
+        return environment(dag)
 
-        def unresolved(arg: Any) -> Any:
-            raise TypeError(f"{type(self).__name__}: an XComArg cannot be a notifier's field")
+    def render_template_fields(self, context: dict[str, Any], jinja_env: Any = None) -> None:
+        self._do_render_template_fields(self, self.template_fields, context, jinja_env, set())
+
+    def _do_render_template_fields(
+        self,
+        parent: Any,
+        template_fields: Sequence[str],
+        context: dict[str, Any],
+        jinja_env: Any,
+        seen_oids: set[int],
+    ) -> None:
+        """Render ``parent``'s ``template_fields`` in place (Airflow's name: providers call it
+        for the fields they fill in late, from their connection's defaults)."""
+        from tradewind.templates import render_value
 
         values = dict(context)
         operator = getattr(values.get("task"), "operator", None)
         if operator is not None:  # ``{{ task.options }}`` is a classic operator's, as in Airflow
             values["task"] = operator
-        for name in self.template_fields:
-            where = f"{type(self).__name__} field {name}"
-            value = getattr(self, name, None)
-            rendered = render_value(value, values, dag, unresolved, tuple(self.template_ext), where)
-            setattr(self, name, rendered)
+        for name in template_fields:
+            value = getattr(parent, name, None)
+            where = f"{type(parent).__name__} field {name}"
+            rendered = render_value(value, values, values["dag"], _no_xcom_args, (), where)
+            setattr(parent, name, rendered)
 
     def __call__(self, *args: Any) -> None:
-        """Called as a callback: with the context (Airflow 2's DAG callbacks pass more)."""
-        context = next((arg for arg in args if isinstance(arg, Mapping)), None)
-        if context is None:
-            raise TypeError(f"{type(self).__name__} was called without a task's context")
+        """As a callback: ``(context)``, or a DAG's callback's arguments (the context first)."""
+        context = args[0] if args and isinstance(args[0], dict) else {}
+        # A copy renders: the notifier keeps its templates for its next call (one notifier is
+        # often shared by several tasks, or called before and after an answer).
         rendered = copy.copy(self)
         rendered.__dict__.pop("_log", None)
-        rendered.render_template_fields(context)
-        rendered.notify(dict(context))
+        try:
+            rendered.render_template_fields(context)
+            rendered.notify(context)
+        except Exception:
+            self.log.exception("%s failed to notify", type(self).__name__)
+
+
+def _no_xcom_args(value: Any) -> Any:
+    raise ValueError(f"a notifier's fields cannot hold task results ({value!r})")

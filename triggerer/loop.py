@@ -47,10 +47,11 @@ from state.records import Heart, JobKind
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings
 from tradewind.triggers.base import BaseTrigger, TriggerEvent, encode_kwargs
-from tradewind.triggers.services import set_cross_dag
+from tradewind.triggers.services import set_cross_dag, set_lookups
 from triggerer.block_watch import BlockWatch
 from triggerer.classes import TriggerClasses
 from triggerer.cross_dag import StoreCrossDag
+from triggerer.lookups import StoreLookups
 
 log = logging.getLogger("tradewind.triggerer")
 #: Triggers of task instances no longer deferred are dropped every this many claim turns.
@@ -99,6 +100,7 @@ class Triggerer:
 
     async def main(self, stop: threading.Event, heart: Heart | None = None) -> None:
         set_cross_dag(StoreCrossDag(self.url))
+        set_lookups(StoreLookups(self.url))
         self._wake = asyncio.Event()
         watch = BlockWatch(threading.get_ident(), self.block_threshold, log)
         watch.start()

@@ -1,6 +1,7 @@
 """Airflow's provider packages, installed with ``tradewind providers install``, run unchanged on a
 real fleet: SQL on PostgreSQL and SQLite, HTTP against a local server, S3 on moto's server,
-Slack's webhook against a local server, email through a real SMTP server.
+Slack's webhook against a local server, email through a real SMTP server; the deferrable HTTP and
+S3 sensors' triggers on the fleet's triggerer.
 
 The providers come from a venv cached per set of versions (``tests/providers_env.py``); the
 fleet's processes see it on ``PYTHONPATH``. One fleet, every DAG's run at once.
@@ -19,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import boto3
 import pytest
 
 from state.core.db import session_scope
@@ -35,6 +37,7 @@ RUNS = ("provider_sql", "provider_http", "provider_s3", "provider_notify")
 
 class _Handler(BaseHTTPRequestHandler):
     received: list[tuple[str, bytes]] = []
+    later = threading.Event()  # /later answers 404 until it is set
 
     def _answer(self, body: bytes, kind: str = "application/json") -> None:
         self.send_response(200)
@@ -46,6 +49,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/ready":
             self._answer(b"ok", "text/plain")
+        elif self.path == "/later" and self.later.is_set():
+            self._answer(b"here at last", "text/plain")
         elif self.path == "/fruit":
             self._answer(json.dumps({"fruit": "apple"}).encode())
         else:
@@ -63,6 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def web() -> Iterator[tuple[int, list[tuple[str, bytes]]]]:
     _Handler.received = []
+    _Handler.later.clear()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -168,8 +174,10 @@ def test_providers_run_unchanged_on_the_fleet(
     _connections(fleet.url, tmp_path, web_port, moto_port, smtp.port)
     fleet.start_scheduler()
     fleet.start_worker(concurrency=2)
-    for dag_id in RUNS:
+    fleet.start("triggerer", [sys.executable, "-m", "cli", "triggerer"])
+    for dag_id in (*RUNS, "provider_deferred"):
         fleet.trigger(dag_id, "r1")
+    _deferred_sensors_fire_on_the_triggerer(fleet, moto_port)
     states = {dag_id: fleet.wait_run(dag_id, "r1", timeout=120) for dag_id in RUNS}
     failed = {
         dag_id: fleet.task_states(dag_id, "r1")
@@ -199,3 +207,29 @@ def test_providers_run_unchanged_on_the_fleet(
     message = smtp.wait_messages(1)[0]
     assert str(message["Subject"]).startswith("fruit 20")
     assert message["To"] == "ops@example.com"
+
+
+def _deferred_sensors_fire_on_the_triggerer(fleet: Fleet, moto: int) -> None:
+    """Both sensors poke once, find nothing and defer; once the URL answers and the key exists,
+    their triggers fire on the triggerer and each try resumes in ``execute_complete``."""
+    sensors = ("http_later", "s3_later")
+
+    def deferred() -> bool:
+        states = fleet.task_states("provider_deferred", "r1")
+        failed = [t for t, (state, _) in states.items() if state in ("failed", "upstream_failed")]
+        assert not failed, f"{states}\n{fleet.log('w1')[-4000:]}"
+        return all(states.get(t, ("", 0))[0] == "deferred" for t in sensors)
+
+    fleet.wait_for(deferred, timeout=120, what="both sensors deferred")
+    _Handler.later.set()
+    boto3.client(
+        "s3",
+        endpoint_url=f"http://127.0.0.1:{moto}",
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).put_object(Bucket="late", Key="basket/late.txt", Body=b"late apples")
+    state = fleet.wait_run("provider_deferred", "r1", timeout=120)
+    states = fleet.task_states("provider_deferred", "r1")
+    assert state == "success", f"{states}\n{fleet.log('triggerer')[-4000:]}"
+    assert {t: states[t] for t in sensors} == {t: ("success", 1) for t in sensors}

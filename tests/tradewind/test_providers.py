@@ -153,3 +153,71 @@ def test_provider_helpers_behave_as_airflow_s() -> None:
         "e": [2],
     }
     assert repr(NOTSET) == "NOTSET" and not NOTSET
+
+
+def test_the_airflow_helpers_providers_import_are_served() -> None:
+    """google's BigQuery hook (the first of its hooks) imports most of these at its top, its
+    Dataproc operators declare ``StartTriggerArgs``, its Dataflow hook bounds calls with
+    ``timeout``; snowflake's decorator asks ``is_async_callable``; databricks raises
+    ``TaskInstanceNotFound`` and names ``TaskInstanceKey``; cncf-kubernetes reads
+    ``airflow.settings`` and ``validate_key``."""
+    code = """
+        from tradewind.airflow_paths import install
+        install()
+        from airflow.sdk.definitions._internal.types import NOTSET, is_arg_set
+        from airflow.triggers.base import StartTriggerArgs
+        from airflow.utils.hashlib_wrapper import md5
+        from airflow.utils.helpers import convert_camel_to_snake
+        from airflow.utils.types import DagRunType
+        print(md5(b"apple").hexdigest(), convert_camel_to_snake("jobReferenceId"))
+        print(DagRunType.SCHEDULED == "scheduled", is_arg_set(NOTSET))
+        print(StartTriggerArgs("m.T", "execute_complete").trigger_cls)
+        from functools import partial
+        from airflow.sdk.bases.decorator import is_async_callable
+        async def fetch(n): ...
+        print(is_async_callable(partial(fetch, 1)), is_async_callable(print))
+        import time
+        from airflow.exceptions import AirflowTaskTimeout, TaskInstanceNotFound
+        from airflow.providers.standard.exceptions import DuplicateStateError
+        from airflow.settings import AIRFLOW_HOME, pod_mutation_hook
+        from airflow.utils.timeout import timeout
+        try:
+            with timeout(0.2, "the job took too long"):
+                time.sleep(30)
+        except AirflowTaskTimeout as error:
+            print(str(error).split(",")[0].replace(" ", "_"))
+        with timeout(30):
+            pass
+        print(issubclass(TaskInstanceNotFound, Exception), DuplicateStateError.__name__)
+        print(AIRFLOW_HOME == "/srv/af", pod_mutation_hook(None))
+        from airflow.models.taskinstance import TaskInstanceKey
+        from airflow.utils.helpers import validate_key
+        validate_key("extract.fruit-1")
+        try:
+            validate_key("no spaces")
+        except ValueError:
+            print(TaskInstanceKey("d", "t", "r").map_index)
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "AIRFLOW_HOME": "/srv/af"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.stdout.split() == [
+        "1f3870be274f6c49b3e31a0c6728957f",
+        "job_reference_id",
+        "True",
+        "False",
+        "m.T",
+        "True",
+        "False",
+        "the_job_took_too_long",
+        "True",
+        "DuplicateStateError",
+        "True",
+        "None",
+        "-1",
+    ], result.stderr

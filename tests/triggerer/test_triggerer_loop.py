@@ -22,7 +22,7 @@ TI = TaskInstanceState
 
 DAG_SOURCE = '''
 import asyncio, time
-from tradewind import DAG, BaseTrigger, TriggerEvent, task
+from tradewind import DAG, BaseTrigger, Connection, TriggerEvent, Variable, task
 
 class Sleepy(BaseTrigger):
     """Holds the loop with a blocking sleep before its event: what the watch must name."""
@@ -38,6 +38,18 @@ class Sleepy(BaseTrigger):
         await asyncio.sleep(0.2)
         time.sleep(self.seconds)
         yield TriggerEvent({"slept": self.seconds})
+
+class Lookup(BaseTrigger):
+    """As a provider's trigger: its hook reads a connection (and a variable), and it logs."""
+
+    def serialize(self):
+        return (f"{type(self).__module__}.Lookup", {})
+
+    async def run(self):
+        connection = await asyncio.to_thread(Connection.get, "web")
+        self.log.info("polling %s", connection.host)
+        value = await asyncio.to_thread(Variable.get, "v")
+        yield TriggerEvent({"host": connection.host, "v": value})
 
 @task
 def wait():
@@ -152,3 +164,41 @@ def test_a_triggerer_registers_its_job_beats_it_and_ends_it(home: Home) -> None:
     with session_scope(home.url) as session:
         ended = session.execute(select(Job.state).filter_by(job_type="triggerer")).scalars()
         assert list(ended) == ["success"]
+
+
+def test_a_trigger_reads_connections_and_variables_from_the_store_and_logs(
+    home: Home, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What a provider's trigger does (``HttpSensorTrigger`` builds its async hook from
+    ``http_conn_id``): outside a task, the triggerer answers ``Connection.get``."""
+    from state.core.db import session_scope
+    from state.records import put_connection, set_variable
+
+    with session_scope(home.url) as session:
+        put_connection(session, "web", conn_type="http", host="fruit.example")
+        set_variable(session, "v", "apple")
+    path = (home.dags / "sleepy.py").resolve()
+    module = f"tradewind_dags_sleepy_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
+    run_pk = home.trigger("sleepy")
+    [first] = schedule(home, run_pk)
+    assert end_claimed(
+        home.url, claim(home, first), Deferred(f"{module}.Lookup", {}, "execute", {})
+    ).recorded
+
+    triggerer = Triggerer(home.settings, claim_seconds=0.1)
+    stop = threading.Event()
+    thread = threading.Thread(target=triggerer.run_forever, args=(stop,))
+    caplog.set_level(logging.INFO)
+    thread.start()
+    try:
+        for _ in range(200):
+            if home.ti(run_pk, "wait").state != TI.DEFERRED:
+                break
+            stop.wait(0.05)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    ti = home.ti(run_pk, "wait")
+    assert (ti.state, ti.error) == (TI.SCHEDULED, None)
+    assert ti.next_kwargs == {"event": {"host": "fruit.example", "v": "apple"}}
+    assert "polling fruit.example" in caplog.messages

@@ -114,6 +114,20 @@ def leaves_setsid(params=None):
 
 with DAG("setsid_leftover"):
     leaves_setsid()
+
+
+@task
+def lazy_import():
+    import sys
+
+    had = "airflow.utils.helpers" in sys.modules
+    import airflow.utils.helpers  # as a provider's hook is, on first use
+
+    return had
+
+
+with DAG("lazy_import"):
+    lazy_import()
 """
 
 
@@ -380,3 +394,16 @@ def test_a_setsid_grandchild_ends_with_its_try(home: Home, fail: bool) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(leftover, signal.SIGKILL)
     assert server().gone is False  # the server lives on: it only ended what the try left
+
+
+def test_a_module_a_try_imported_on_first_use_is_in_later_spares(home: Home) -> None:
+    """The try reports it to its fork server, which imports it before its next fork: the spare
+    taken for the third try at the latest has it (the second's may have been forked before)."""
+    had = []
+    for _ in range(3):
+        run_pk, pending = start(home, "lazy_import")
+        assert run_tries(home, run_pk, pending) == ["success"]
+        had.append(json.loads(home.xcoms(run_pk)[("lazy_import", "return_value")]))
+
+    assert had[0] is False
+    assert had[2] is True

@@ -125,7 +125,10 @@ _STANDARD: dict[str, dict[str, str]] = {
             "ExternalTaskGroupFailedError",
         )
     }
-    | {"AirflowExternalTaskSensorException": f"{_TW_STD}.external_task:ExternalTaskSensorError"}
+    | {
+        "AirflowExternalTaskSensorException": f"{_TW_STD}.external_task:ExternalTaskSensorError",
+        "DuplicateStateError": f"{_TW_STD}.external_task:DuplicateStateError",
+    }
     | {
         name: f"{_TW_STD}.hitl:{name}"
         for name in ("HITLRejectException", "HITLTimeoutError", "HITLTriggerEventError")
@@ -215,7 +218,10 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.models.connection": _row(Connection="tradewind:Connection"),
     "airflow.models.xcom_arg": _row(XComArg="tradewind.xcom_arg:XComArg"),
     "airflow.models.dagrun": _row(DagRun="tradewind.runtime_context:DagRunInfo"),
-    "airflow.models.taskinstance": _row(TaskInstance="tradewind.context:RuntimeTaskInstance"),
+    "airflow.models.taskinstance": _row(
+        TaskInstance="tradewind.context:RuntimeTaskInstance",
+        TaskInstanceKey=f"{_TW_PROV}.compat:TaskInstanceKey",
+    ),
     "airflow.exceptions": _row(
         delegate="tradewind.exceptions",
         AirflowTimetableInvalid="tradewind.timetable_base:InvalidTimetable",
@@ -224,11 +230,11 @@ _CORE: dict[str, ModuleRow] = {
     "airflow.providers.common.messaging.triggers.msg_queue": _row(
         MessageQueueTrigger="tradewind.triggers.queues:MessageQueueTrigger",
     ),
-    "airflow.notifications.basenotifier": _row(BaseNotifier="tradewind.notifier:BaseNotifier"),
     "airflow.triggers.base": _row(
         BaseTrigger="tradewind.triggers.base:BaseTrigger",
         BaseEventTrigger="tradewind.triggers.base:BaseEventTrigger",
         TriggerEvent="tradewind.triggers.base:TriggerEvent",
+        StartTriggerArgs=f"{_TW_PROV}.compat:StartTriggerArgs",
     ),
     "airflow.triggers.temporal": _row(
         airflow3=f"{_STD}.triggers.temporal",
@@ -255,7 +261,10 @@ _CORE: dict[str, ModuleRow] = {
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("merge_dicts", "prune_dict")},
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("exactly_one", "at_most_one", "chunks")},
         **{n: f"{_TW_PROV}.compat:{n}" for n in ("is_container", "as_flattened_list")},
+        convert_camel_to_snake=f"{_TW_PROV}.compat:convert_camel_to_snake",
+        validate_key=f"{_TW_PROV}.compat:validate_key",
     ),
+    "airflow.models.taskinstancekey": _row(TaskInstanceKey=f"{_TW_PROV}.compat:TaskInstanceKey"),
     "airflow.utils.operator_helpers": _row(determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs"),
     "airflow.utils.yaml": _row(delegate="yaml"),
     "airflow.utils.platform": _row(getuser=f"{_TW_PROV}.compat:getuser"),
@@ -265,6 +274,16 @@ _CORE: dict[str, ModuleRow] = {
     ),
     "airflow.models.baseoperatorlink": _row(BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink"),
     "airflow.utils.strings": _row(to_boolean=f"{_TW_PROV}.compat:to_boolean"),
+    **{
+        module: _row(timeout=f"{_TW_PROV}.compat:timeout")
+        for module in ("airflow.utils.timeout", "airflow.sdk.execution_time.timeout")
+    },
+    "airflow.settings": _row(
+        AIRFLOW_HOME=f"{_TW_PROV}.compat:AIRFLOW_HOME",
+        pod_mutation_hook=f"{_TW_PROV}.compat:pod_mutation_hook",
+    ),
+    "airflow.notifications.basenotifier": _row(BaseNotifier="tradewind.notifier:BaseNotifier"),
+    "airflow.utils.hashlib_wrapper": _row(md5=f"{_TW_PROV}.compat:md5"),
     "airflow.utils.dates": _row(
         days_ago=old("tradewind.timezone:days_ago", "pendulum.today('UTC').add(days=-N)"),
     ),
@@ -358,9 +377,21 @@ _CORE: dict[str, ModuleRow] = {
         iter_namespace=f"{_TW_PROV}.compat:iter_namespace",
     ),
     "airflow.utils.types": _row(
-        NOTSET=f"{_TW_PROV}.compat:NOTSET", ArgNotSet=f"{_TW_PROV}.compat:ArgNotSet"
+        NOTSET=f"{_TW_PROV}.compat:NOTSET",
+        ArgNotSet=f"{_TW_PROV}.compat:ArgNotSet",
+        DagRunType=f"{_TW_PROV}.compat:DagRunType",
     ),
-    "airflow.models.xcom": _row(XCOM_RETURN_KEY=f"{_TW_PROV}.compat:XCOM_RETURN_KEY"),
+    "airflow.sdk.definitions._internal.types": _row(
+        NOTSET=f"{_TW_PROV}.compat:NOTSET",
+        ArgNotSet=f"{_TW_PROV}.compat:ArgNotSet",
+        is_arg_set=f"{_TW_PROV}.compat:is_arg_set",
+    ),
+    **{
+        module: _row(
+            XCOM_RETURN_KEY=f"{_TW_PROV}.compat:XCOM_RETURN_KEY", XCom=f"{_TW_PROV}.compat:XCom"
+        )
+        for module in ("airflow.models.xcom", "airflow.sdk.execution_time.xcom")
+    },
     "airflow.providers_manager": _row(
         ProvidersManager=f"{_TW_PROV}.registry:ProvidersManager",
     ),
@@ -478,6 +509,8 @@ _SDK = _row(
     SkipMixin=f"{_TW_PROV}.compat:SkipMixin",
     poke_mode_only=f"{_TW_PROV}.compat:poke_mode_only",
     determine_kwargs=f"{_TW_PROV}.compat:determine_kwargs",
+    is_async_callable=f"{_TW_PROV}.compat:is_async_callable",
+    BaseNotifier="tradewind.notifier:BaseNotifier",
     BaseOperatorLink=f"{_TW_PROV}.compat:BaseOperatorLink",
     LoggingMixin="tradewind.logging_mixin:LoggingMixin",
     XComArg="tradewind.xcom_arg:XComArg",
@@ -488,7 +521,6 @@ _SDK = _row(
     TriggerEvent="tradewind.triggers.base:TriggerEvent",
     TaskDeferred="tradewind.triggers.base:TaskDeferred",
     TaskAwaitingInput="tradewind.exceptions:TaskAwaitingInput",
-    BaseNotifier="tradewind.notifier:BaseNotifier",
     TaskInstanceState="tradewind.states:TaskInstanceState",
     DagRunState="tradewind.states:DagRunState",
     timezone="tradewind.timezone",

@@ -8,7 +8,13 @@ Each is what the provider uses of it: ``NOTSET`` (an argument not given), ``impo
 from __future__ import annotations
 
 import importlib
-from typing import Any, Final
+import os
+import re
+import signal
+import threading
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final, NamedTuple
 
 from tradewind.airflow_paths.names import AIRFLOW_VERSION
 
@@ -61,6 +67,68 @@ def qualname(value: Any) -> str:
     """``module.Name`` of a class, a function or an object's class."""
     target = value if hasattr(value, "__qualname__") else type(value)
     return f"{target.__module__}.{target.__qualname__}"
+
+
+class XCom:
+    """Airflow's XCom model, as far as providers use it inside a task: the XComs of this run's
+    tasks (``get_value``, ``get_one``) and the running task's own (``set``), through its
+    supervisor. Another run's XComs are refused in one line: a try reads only its own run's."""
+
+    @classmethod
+    def get_value(cls, *, ti_key: Any, key: str = XCOM_RETURN_KEY) -> Any:
+        return cls.get_one(
+            key=key,
+            dag_id=ti_key.dag_id,
+            run_id=ti_key.run_id,
+            task_id=ti_key.task_id,
+            map_index=ti_key.map_index,
+        )
+
+    @classmethod
+    def get_one(
+        cls,
+        *,
+        key: str = XCOM_RETURN_KEY,
+        dag_id: str | None = None,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        map_index: int | None = None,
+        **ignored: Any,
+    ) -> Any:
+        ti = _running_ti(dag_id, run_id)
+        index = None if map_index is None or map_index < 0 else map_index
+        return ti.client.get_xcom(task_id or ti.task_id, key, index)
+
+    @classmethod
+    def set(
+        cls,
+        key: str,
+        value: Any,
+        *,
+        dag_id: str | None = None,
+        task_id: str | None = None,
+        run_id: str | None = None,
+        map_index: int = -1,
+        **ignored: Any,
+    ) -> None:
+        ti = _running_ti(dag_id, run_id)
+        if task_id not in (None, ti.task_id) or map_index not in (-1, ti.map_index):
+            raise ValueError(
+                f"XCom.set: a task sets only its own XComs ({ti.task_id}), not {task_id}'s"
+            )
+        ti.xcom_push(key, value)
+
+
+def _running_ti(dag_id: str | None, run_id: str | None) -> Any:
+    from tradewind.context import get_current_context
+
+    ti = get_current_context()["ti"]
+    if (dag_id or ti.dag_id, run_id or ti.run_id) != (ti.dag_id, ti.run_id):
+        raise ValueError(
+            f"XCom of {dag_id}/{run_id}: a task reads the XComs of its own run only "
+            f"({ti.dag_id}/{ti.run_id})"
+        )
+    return ti
 
 
 class SkipMixin:
@@ -239,6 +307,118 @@ def add_deprecated_classes(classes: Any, package: str, *args: Any, **kwargs: Any
     """Airflow keeps a provider's moved classes importable from their old modules; Tradewind
     keeps only the new paths (the old ones fail their import, naming the module)."""
     return None
+
+
+def md5(data: bytes = b"") -> Any:
+    """An MD5 hash object for ids and fingerprints, never for security (so it works where
+    FIPS mode forbids MD5 for security)."""
+    import hashlib
+
+    return hashlib.md5(data, usedforsecurity=False)
+
+
+def is_async_callable(func: Any) -> bool:
+    """Whether calling ``func`` gives a coroutine: an ``async def``, a partial of one, or an
+    object whose ``__call__`` is one (how decorators choose their async path)."""
+    import functools
+    import inspect
+
+    while isinstance(func, functools.partial):
+        func = func.func
+    call = None if inspect.isroutine(func) else type(func).__dict__.get("__call__")
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+
+
+class timeout:
+    """``with timeout(seconds):`` raises ``AirflowTaskTimeout`` in the block after ``seconds``
+    (SIGALRM, so on the main thread, where a try runs its task; elsewhere the block is not
+    bounded, as signals reach only the main thread)."""
+
+    def __init__(self, seconds: float = 1, error_message: str = "Timeout") -> None:
+        self.seconds = seconds
+        self.error_message = f"{error_message}, PID: {os.getpid()}"
+        self._armed = False
+
+    def _expired(self, signum: int, frame: Any) -> None:
+        from tradewind.exceptions import AirflowTaskTimeout
+
+        raise AirflowTaskTimeout(self.error_message)
+
+    def __enter__(self) -> timeout:
+        if threading.current_thread() is threading.main_thread() and self.seconds > 0:
+            self._previous = signal.signal(signal.SIGALRM, self._expired)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            self._armed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
+            self._armed = False
+
+
+def pod_mutation_hook(pod: Any) -> None:
+    """Airflow's cluster policy for Kubernetes pods: Tradewind has none (the pod is as built)."""
+
+
+#: Airflow's home, where a provider looks for its own files (``AIRFLOW_HOME``, as Airflow reads it).
+AIRFLOW_HOME: Final = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
+
+
+_KEY = re.compile(r"^[\w.-]+$")
+
+
+def validate_key(k: str, max_length: int = 250) -> None:
+    """A task or group id as Airflow accepts it: letters, digits, ``_``, ``.``, ``-``; bounded."""
+    if not isinstance(k, str):
+        raise TypeError(f"the key must be a str, got {type(k).__name__}")
+    if len(k) > max_length:
+        raise ValueError(f"the key {k[:20]!r}... is longer than {max_length} characters")
+    if not _KEY.match(k):
+        raise ValueError(
+            f"the key {k!r} may hold only letters, digits, underscores, dots and dashes"
+        )
+
+
+class TaskInstanceKey(NamedTuple):
+    """What identifies a try: an operator link's ``get_link`` gets one (``ti_key``)."""
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    try_number: int = 1
+    map_index: int = -1
+
+
+def convert_camel_to_snake(camel_str: str) -> str:
+    """``jobReference`` as ``job_reference`` (BigQuery's API fields as the hook's arguments)."""
+    return re.sub("(?!^)([A-Z]+)", r"_\1", camel_str).lower()
+
+
+class DagRunType(StrEnum):
+    """How a run came to be, as ``dag_run.run_type`` says it."""
+
+    BACKFILL_JOB = "backfill"
+    SCHEDULED = "scheduled"
+    MANUAL = "manual"
+    ASSET_TRIGGERED = "asset_triggered"
+
+
+@dataclass
+class StartTriggerArgs:
+    """What an operator that starts from a trigger declares (``start_trigger_args``).
+
+    Tradewind never starts a task on the triggerer: such an operator's ``start_from_trigger``
+    is not acted on, and its ``execute`` runs on a worker (and may defer from there).
+    """
+
+    trigger_cls: str
+    next_method: str
+    trigger_kwargs: dict[str, Any] | None = None
+    next_kwargs: dict[str, Any] | None = None
+    timeout: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def getuser() -> str:

@@ -82,6 +82,10 @@ class ExternalTaskGroupFailedError(ExternalTaskSensorError):
     """The task group the sensor watches reached one of its ``failed_states``."""
 
 
+class DuplicateStateError(ExternalTaskSensorError):
+    """A state given both as allowed and as failed (or skipped): the sensor cannot tell."""
+
+
 class ExternalTaskSensor(BaseSensorOperator):
     """Wait for a task, a task group or a whole run of another DAG at a logical date; with
     ``deferrable=True`` on a ``WorkflowTrigger`` in the triggerer."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tradewind.exceptions import TradewindError
+from tradewind.logging_mixin import LoggingMixin
 
 
 class TriggerEvent:
@@ -44,9 +45,10 @@ class TriggerEvent:
         return hash(repr(self.payload))
 
 
-class BaseTrigger:
+class BaseTrigger(LoggingMixin):
     """Subclass it: ``serialize()`` returns ``(classpath, kwargs)`` that rebuild it
-    (``cls(**kwargs)``); ``async run()`` yields ``TriggerEvent``s."""
+    (``cls(**kwargs)``); ``async run()`` yields ``TriggerEvent``s. ``self.log`` writes to the
+    triggerer's log, as Airflow's triggers (the providers') expect."""
 
     def __init__(self, **kwargs: Any) -> None:
         # Airflow's triggers are built with keyword arguments only; kept for subclasses.

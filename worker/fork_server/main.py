@@ -10,7 +10,9 @@ supervisor the spare's end of a channel to it (``SpareReady``): the fork and tha
 while the supervisor is busy with the previous try, and starting a try is one send from the
 supervisor to the spare (``StartTaskProcess``, with the task's comms socket and pipes), with no
 round trip through this server. The supervisor then says ``SpareTaken``; the server loads that
-DAG file, if it changed, so the next spares inherit it, and forks the next spare. A spare that
+DAG file, if it changed, so the next spares inherit it, and forks the next spare. The modules a
+try imported on first use (a provider's hook) are imported here too before that fork
+(``worker/fork_server/learned.py``). A spare that
 finds its DAG file changed since its fork loads it itself. Once a taken task process is reaped
 the server says ``TaskProcessExited`` with its exit code.
 
@@ -48,6 +50,7 @@ from typing import NoReturn
 from worker import wire as p
 from worker.dags import preload
 from worker.fork_server.client import PARENT_PID_ENV
+from worker.fork_server.learned import LearnedImports
 from worker.process import (
     COMMS_FD_ENV,
     PR_SET_PDEATHSIG,
@@ -74,6 +77,8 @@ class ForkServerLoop:
         # died waiting (which the supervisor never names). Oldest first, a few kept.
         self._early_exits: dict[int, int] = {}
         self._wake_read, self._wake_write = os.pipe()
+        # What its task processes imported on first use, to import before the next fork.
+        self._learned = LearnedImports()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
         # SIGCHLD wakes the selector through this pipe (its Python handler does nothing).
@@ -84,6 +89,7 @@ class ForkServerLoop:
         with selectors.DefaultSelector() as selector:
             selector.register(self._control, selectors.EVENT_READ)
             selector.register(self._wake_read, selectors.EVENT_READ)
+            selector.register(self._learned.read_fd, selectors.EVENT_READ)
             serving = True
             while serving:
                 if self._spare is None and self._spare_wanted:
@@ -92,6 +98,8 @@ class ForkServerLoop:
                     if key.fileobj == self._wake_read:
                         os.read(self._wake_read, 4096)
                         serving = serving and self._report_exits()
+                    elif key.fileobj == self._learned.read_fd:
+                        self._learned.import_reported()
                     else:
                         serving = serving and self._on_message()
         # Its task processes, what their tries left, and the spare: nothing outlives it.
@@ -139,6 +147,7 @@ class ForkServerLoop:
         return True
 
     def _fork_spare(self, channel: socket.socket, supervisor_end: socket.socket) -> int:
+        self._learned.before_fork()
         # Frozen objects are never scanned by the child's collector, so it does not touch (and
         # copy) this process's pages; unfrozen at once so the server's own garbage is freed.
         gc.freeze()
@@ -157,6 +166,7 @@ class ForkServerLoop:
 
     def _in_child(self) -> None:
         signal.set_wakeup_fd(-1)
+        self._learned.in_child()
         for fd in (self._control.fileno(), self._wake_read, self._wake_write):
             os.close(fd)
 

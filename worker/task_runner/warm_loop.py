@@ -29,6 +29,7 @@ from pathlib import Path
 
 from worker import wire as p
 from worker.dags import find_task
+from worker.fork_server.learned import report_new_imports
 from worker.process import (
     RESET_SIGNALS,
     attach_task_channels,
@@ -58,6 +59,8 @@ def run_try(request: p.StartTaskProcess, fds: list[int]) -> int:
     try:
         return task_body(dag, task, request.details)(comms)
     finally:
+        # Before the channels close: the supervisor records the try only then.
+        report_new_imports()
         comms.detach()  # closed by number with the pipes: never twice, never another's fd
 
 

@@ -1,4 +1,5 @@
-"""DAGs written for Airflow with provider packages, unchanged: SQL, HTTP, S3, Slack, email."""
+"""DAGs written for Airflow with provider packages, unchanged: SQL, HTTP, S3, Slack, email, and
+deferrable sensors whose providers' triggers run on the triggerer."""
 
 import json
 
@@ -115,4 +116,26 @@ with DAG("provider_notify", start_date=START, schedule=None):
         subject="fruit {{ ds }}",
         html_content="<p>three apples</p>",
         from_email="tradewind@example.com",
+    )
+
+# Each pokes once in its try, finds nothing yet, and defers: the provider's trigger
+# (HttpSensorTrigger, S3KeyTrigger) polls from the triggerer until the test makes the thing appear.
+with DAG("provider_deferred", start_date=START, schedule=None):
+    HttpSensor(
+        task_id="http_later",
+        http_conn_id="web",
+        endpoint="later",
+        poke_interval=1,
+        deferrable=True,
+    )
+    late_bucket = S3CreateBucketOperator(
+        task_id="late_bucket", bucket_name="late", aws_conn_id="s3"
+    )
+    late_bucket >> S3KeySensor(
+        task_id="s3_later",
+        bucket_name="late",
+        bucket_key="basket/late.txt",
+        aws_conn_id="s3",
+        poke_interval=1,
+        deferrable=True,
     )
