@@ -15,9 +15,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import create_app
-from api.security import hash_password
 from state.core.db import session_scope
 from state.records.users import Role, create_user
+from tests.passwords import fixture_password_hash
 from tests.state.harness import Home, tradewind_home
 
 API_DAGS = """
@@ -71,7 +71,7 @@ def home(
         made.write_dag(API_DAGS)
         made.sync()
         with session_scope(made.url) as session:
-            hashed = hash_password(PASSWORD)  # one hash for all: argon2 is slow on purpose
+            hashed = fixture_password_hash(PASSWORD)
             for role in Role:
                 create_user(session, role.value, hashed, role)
         yield made

@@ -26,9 +26,9 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from api import create_app
-from api.security import hash_password
 from state.core.db import session_scope
 from state.records.users import Role, create_user
+from tests.passwords import fixture_password_hash
 from tests.state.harness import Home, tradewind_home
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -93,7 +93,7 @@ with DAG("solo", tags=["demo"]):
 
 def _make_users(url: str) -> None:
     with session_scope(url) as session:
-        hashed = hash_password(PASSWORD)  # one hash for all: argon2 is slow on purpose
+        hashed = fixture_password_hash(PASSWORD)
         for role in Role:
             create_user(session, role.value, hashed, role)
 
