@@ -25,6 +25,7 @@ if _ROOT not in sys.path:
 
 from state.core.db import get_engine  # noqa: E402  (needs the path above)
 from tests.providers_env import providers_ready  # noqa: E402
+from tests.stores import postgres_template  # noqa: E402
 
 #: The files that take longest, longest first (seconds on a 2-core machine, from the suite's JUnit
 #: report). ``--dist loadfile`` hands files to the four workers in collection order
@@ -107,17 +108,15 @@ PG_SERVER_URL = "postgresql://postgres@127.0.0.1:5432"
 PG_ADMIN_URL = f"{PG_SERVER_URL}/test"
 
 
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The URL of a new, empty PostgreSQL database, dropped (connections and all) afterwards.
-
-    A test module may set ``PG_DATABASE_PREFIX`` to name its databases (``tw_test_`` otherwise),
-    so a database left behind by a killed run says which tests made it.
-    """
+def _database(request: pytest.FixtureRequest, template: str | None = None) -> Iterator[str]:
+    """A new PostgreSQL database (a copy of ``template``, if named), dropped afterwards."""
     prefix = getattr(request.module, "PG_DATABASE_PREFIX", "tw_test_")
     name = f"{prefix}{uuid.uuid4().hex[:12]}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        admin.execute(create)
     url = f"{PG_SERVER_URL}/{name}"
     yield url
     # Close this process's pool first: a connection the server kills under it stays open
@@ -125,3 +124,20 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
     get_engine(url).dispose()
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database, dropped (connections and all) afterwards.
+
+    A test module may set ``PG_DATABASE_PREFIX`` to name its databases (``tw_test_`` otherwise),
+    so a database left behind by a killed run says which tests made it.
+    """
+    yield from _database(request)
+
+
+@pytest.fixture
+def pg_migrated_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """``pg_url``, but at the newest schema already: a copy of the migrated template database
+    (``tests/stores.py``), for tests whose store is not what they test."""
+    yield from _database(request, postgres_template(PG_ADMIN_URL))

@@ -7,7 +7,8 @@ its time. The migrations themselves are still run, and checked against the model
 ``tests/state/test_migrations.py``, and every template below is made by ``upgrade`` itself.
 
 - SQLite: the file is copied from a template this process migrated on first use.
-- PostgreSQL: an empty database (``pg_url``'s) is made again, under the same name, as a copy of a
+- PostgreSQL: ``pg_migrated_url`` (tests/conftest.py) is a copy of the template database below;
+  an empty database (``pg_url``'s) is made again, under the same name, as a copy of a
   template database (``CREATE DATABASE ... TEMPLATE``) that the first test process to need it
   migrated. Its name carries a digest of the migrations, so a change to them makes a new one;
   templates are kept between runs (a cold machine migrates once per run).
@@ -28,7 +29,8 @@ from psycopg import sql
 from sqlalchemy import inspect, make_url
 
 from state.core.db import get_engine, is_embedded, normalize_url
-from state.core.migrate import MIGRATIONS_DIR, upgrade
+from state.core.migrate import MIGRATIONS_DIR, current_revision, upgrade
+from state.core.models import SCHEMA_REVISION
 
 #: Any fixed number: the advisory lock under which one test process makes the PostgreSQL template.
 _TEMPLATE_LOCK = 7_341_902_118
@@ -48,6 +50,8 @@ def migrations_digest() -> str:
 
 def migrated(url: str) -> None:
     """Bring the store at ``url`` to the newest schema, from a template when it is new."""
+    if _at_newest(url):
+        return
     if is_embedded(url):
         database = make_url(normalize_url(url)).database
         if database and not Path(database).exists():
@@ -55,9 +59,18 @@ def migrated(url: str) -> None:
             shutil.copyfile(_sqlite_template_file(), database)
             return
     elif make_url(normalize_url(url)).get_backend_name() == "postgresql" and _is_empty(url):
-        _clone_postgres(url, _postgres_template(url))
+        _clone_postgres(url, postgres_template(url))
         return
     upgrade(url)
+
+
+def _at_newest(url: str) -> bool:
+    """Whether the store exists and is at the newest schema (``pg_migrated_url``'s is)."""
+    if is_embedded(url):
+        database = make_url(normalize_url(url)).database
+        if not database or not Path(database).exists():
+            return False
+    return current_revision(url) == SCHEMA_REVISION
 
 
 def _sqlite_template_file() -> Path:
@@ -85,20 +98,20 @@ def _on_server(url: str, database: str) -> str:
     return named.render_as_string(hide_password=False)
 
 
-def _postgres_template(url: str) -> str:
+def postgres_template(url: str) -> str:
     """The name of the migrated template database, made under a lock by the first asker."""
     name = f"tw_template_{migrations_digest()}"
     with psycopg.connect(_on_server(url, "test"), autocommit=True) as admin:
         admin.execute("SELECT pg_advisory_lock(%s)", (_TEMPLATE_LOCK,))
         try:
             if not _database_exists(admin, name):
-                _make_postgres_template(admin, _on_server(url, name), name)
+                _makepostgres_template(admin, _on_server(url, name), name)
         finally:
             admin.execute("SELECT pg_advisory_unlock(%s)", (_TEMPLATE_LOCK,))
     return name
 
 
-def _make_postgres_template(admin: psycopg.Connection[object], url: str, name: str) -> None:
+def _makepostgres_template(admin: psycopg.Connection[object], url: str, name: str) -> None:
     """Migrate a database under a working name, then rename it: a template is whole or absent."""
     building = f"{name}_building"
     url = _on_server(url, building)

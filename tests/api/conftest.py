@@ -66,7 +66,11 @@ def home(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Home]:
     """A home on SQLite, and one on this machine's PostgreSQL (a fresh database)."""
-    env = {} if request.param == "sqlite" else {"database_url": request.getfixturevalue("pg_url")}
+    env = (
+        {}
+        if request.param == "sqlite"
+        else {"database_url": request.getfixturevalue("pg_migrated_url")}
+    )
     with tradewind_home(tmp_path, monkeypatch, **env) as made:
         made.write_dag(API_DAGS)
         made.sync()

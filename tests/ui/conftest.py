@@ -102,7 +102,11 @@ def _make_users(url: str) -> None:
 def home(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Home]:
-    env = {} if request.param == "sqlite" else {"database_url": request.getfixturevalue("pg_url")}
+    env = (
+        {}
+        if request.param == "sqlite"
+        else {"database_url": request.getfixturevalue("pg_migrated_url")}
+    )
     with tradewind_home(tmp_path, monkeypatch, **env) as made:
         made.write_dag(UI_DAGS)
         made.sync()
