@@ -6,6 +6,8 @@ afterwards. Tests that use it are integration tests: mark them ``@pytest.mark.in
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -22,6 +24,8 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from state.core.db import get_engine  # noqa: E402  (needs the path above)
+from tests.providers_env import providers_ready  # noqa: E402
+from tests.stores import postgres_template  # noqa: E402
 
 #: The files that take longest, longest first (seconds on a 2-core machine, from the suite's JUnit
 #: report). ``--dist loadfile`` hands files to the four workers in collection order
@@ -60,8 +64,66 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=key)
 
 
+#: The files whose tests run the provider packages of ``tests/providers_env.py``.
+PROVIDER_FILES = ("tests/integration/test_providers_fleet.py",)
+
+_providers_build: list[subprocess.Popen[bytes]] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start making the providers' venv in the background when the run needs it and it is missing.
+
+    A cold machine (a new CI machine) spends minutes installing them: made alongside the first
+    files, the venv is ready when its test comes, instead of that test waiting out the install
+    (``providers_site`` takes the same lock, so it waits for this one or finds it done). One
+    process starts it: the only one, or xdist's first worker (every worker collects every test).
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or providers_ready():
+        return
+    root = Path(str(session.config.rootpath))
+    if not any(item.path.relative_to(root).as_posix() in PROVIDER_FILES for item in session.items):
+        return
+    build = "from tests.providers_env import providers_site; providers_site()"
+    _providers_build.append(
+        subprocess.Popen(
+            [sys.executable, "-c", build],
+            cwd=_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Wait for a build still running (another worker's test may be waiting on it), unless the
+    run was interrupted: then it is stopped, and the next run starts it over."""
+    for build in _providers_build:
+        if exitstatus == pytest.ExitCode.INTERRUPTED and build.poll() is None:
+            build.terminate()
+        build.wait()
+
+
 PG_SERVER_URL = "postgresql://postgres@127.0.0.1:5432"
 PG_ADMIN_URL = f"{PG_SERVER_URL}/test"
+
+
+def _database(request: pytest.FixtureRequest, template: str | None = None) -> Iterator[str]:
+    """A new PostgreSQL database (a copy of ``template``, if named), dropped afterwards."""
+    prefix = getattr(request.module, "PG_DATABASE_PREFIX", "tw_test_")
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
+    create = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template is not None:
+        create += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(create)
+    url = f"{PG_SERVER_URL}/{name}"
+    yield url
+    # Close this process's pool first: a connection the server kills under it stays open
+    # client-side, and psycopg warns (ResourceWarning) once the engine holding it is collected.
+    get_engine(url).dispose()
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture
@@ -71,14 +133,11 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
     A test module may set ``PG_DATABASE_PREFIX`` to name its databases (``tw_test_`` otherwise),
     so a database left behind by a killed run says which tests made it.
     """
-    prefix = getattr(request.module, "PG_DATABASE_PREFIX", "tw_test_")
-    name = f"{prefix}{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = f"{PG_SERVER_URL}/{name}"
-    yield url
-    # Close this process's pool first: a connection the server kills under it stays open
-    # client-side, and psycopg warns (ResourceWarning) once the engine holding it is collected.
-    get_engine(url).dispose()
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    yield from _database(request)
+
+
+@pytest.fixture
+def pg_migrated_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """``pg_url``, but at the newest schema already: a copy of the migrated template database
+    (``tests/stores.py``), for tests whose store is not what they test."""
+    yield from _database(request, postgres_template(PG_ADMIN_URL))

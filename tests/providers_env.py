@@ -61,9 +61,18 @@ def make_venv(root: Path) -> str:
     return str(root / "bin" / "python")
 
 
+def _venv_root() -> Path:
+    return cache_root() / f"providers-{_key()}"
+
+
+def providers_ready() -> bool:
+    """Whether the providers venv of these versions is made already (nothing to install)."""
+    return (_venv_root() / "ready").exists()
+
+
 def providers_site() -> Path:
     """The site-packages of the cached providers venv, made if missing (one maker at a time)."""
-    root = cache_root() / f"providers-{_key()}"
+    root = _venv_root()
     site_packages = root / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
     site_packages = site_packages / "site-packages"
     ready = root / "ready"

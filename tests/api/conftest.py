@@ -15,9 +15,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import create_app
-from api.security import hash_password
 from state.core.db import session_scope
 from state.records.users import Role, create_user
+from tests.passwords import fixture_password_hash
 from tests.state.harness import Home, tradewind_home
 
 API_DAGS = """
@@ -66,12 +66,16 @@ def home(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Home]:
     """A home on SQLite, and one on this machine's PostgreSQL (a fresh database)."""
-    env = {} if request.param == "sqlite" else {"database_url": request.getfixturevalue("pg_url")}
+    env = (
+        {}
+        if request.param == "sqlite"
+        else {"database_url": request.getfixturevalue("pg_migrated_url")}
+    )
     with tradewind_home(tmp_path, monkeypatch, **env) as made:
         made.write_dag(API_DAGS)
         made.sync()
         with session_scope(made.url) as session:
-            hashed = hash_password(PASSWORD)  # one hash for all: argon2 is slow on purpose
+            hashed = fixture_password_hash(PASSWORD)
             for role in Role:
                 create_user(session, role.value, hashed, role)
         yield made

@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from cli.main import app
+from tests.stores import migrated
 from tradewind.settings import ENV_PREFIX, reload_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dags"
@@ -87,8 +88,19 @@ def dags_folder(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dags_folder: Path) -> Iterator[CliEnv]:
-    """A clean ``TRADEWIND_*`` environment: a fresh home, the test's DAGs folder."""
+def env(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    dags_folder: Path,
+) -> Iterator[CliEnv]:
+    """A clean ``TRADEWIND_*`` environment: a fresh home, the test's DAGs folder.
+
+    The home's embedded store is there already, at the newest schema (a copy: ``tests/stores.py``),
+    as after a user's first command: each command of a test would otherwise start by migrating
+    it, in a process of its own, for seconds of CPU. A module that tests that first migration sets
+    ``FRESH_STORE = True`` and gets a home without a store.
+    """
     for name in list(os.environ):
         if name.upper().startswith(ENV_PREFIX) or name == "COLUMNS":
             monkeypatch.delenv(name)
@@ -96,6 +108,8 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dags_folder: Path) -> I
     for name, value in cli_env.variables().items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)
+    if not getattr(request.module, "FRESH_STORE", False):
+        migrated(reload_settings().sql_url)
     reload_settings()
     yield cli_env
     # Undo first: the cached settings must be read from the environment as it was before.

@@ -16,6 +16,8 @@ from .conftest import CliEnv
 
 Cli = Callable[..., Result]
 
+FRESH_STORE = True  # the first command finds no store (tests/cli/conftest.py)
+
 
 def one_error_line(result: Result) -> str:
     lines = result.stderr.strip().splitlines()

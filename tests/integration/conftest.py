@@ -25,9 +25,9 @@ from sqlalchemy import select
 
 from scheduler.dag_sync import sync_dags
 from state.core.db import get_engine, session_scope
-from state.core.migrate import upgrade
 from state.core.models import DagRun, TaskInstance, XCom
 from state.engine.runs import create_run
+from tests.stores import migrated
 
 DAGS = Path(__file__).parent / "dags"
 REDIS = "redis://127.0.0.1:6379"
@@ -193,7 +193,7 @@ def make_fleet(tmp_path: Path, pg_url: str, redis_url: str) -> Iterator[Callable
     def make(dags: Path = DAGS, **env_overrides: str) -> Fleet:
         env = _base_env(tmp_path, dags)
         env.update(TRADEWIND_DATABASE_URL=pg_url, TRADEWIND_BROKER_URL=redis_url, **env_overrides)
-        upgrade(pg_url)
+        migrated(pg_url)
         with session_scope(pg_url) as session:
             sync_dags(session, dags)
         made.append(Fleet(tmp_path, env, pg_url))
@@ -214,7 +214,7 @@ def fleet(make_fleet: Callable[..., Fleet]) -> Fleet:
 def embedded_fleet(tmp_path: Path) -> Iterator[Fleet]:
     env = _base_env(tmp_path, DAGS)
     url = f"sqlite:///{tmp_path / 'tradewind.db'}"
-    upgrade(url)
+    migrated(url)
     running = Fleet(tmp_path, env, url)
     yield running
     running.stop()

@@ -21,7 +21,6 @@ from sqlalchemy import event, select
 from scheduler.dag_sync import SyncResult, sync_dags
 from state.core.db import get_engine, session_scope
 from state.core.enums import DagRunState, TaskInstanceState
-from state.core.migrate import upgrade
 from state.core.models import DagModel, DagRun, TaskInstance, XCom
 from state.core.transitions import transition_tis
 from state.engine.end import Recorded
@@ -29,6 +28,7 @@ from state.engine.outcomes import Outcome
 from state.engine.runs import create_run
 from state.engine.scheduling import Enqueue, schedule_run_by_pk
 from state.engine.try_life import HeldTry, record
+from tests.stores import migrated
 from tradewind.settings import Settings, reload_settings
 
 TI = TaskInstanceState
@@ -120,7 +120,7 @@ def tradewind_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **env: str) 
     for name, value in env.items():
         monkeypatch.setenv(f"TRADEWIND_{name.upper()}", value)
     settings = reload_settings()
-    upgrade(settings.sql_url)
+    migrated(settings.sql_url)
     try:
         yield Home(tmp_path, dags, settings)
     finally:

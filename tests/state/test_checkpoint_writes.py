@@ -9,11 +9,11 @@ from sqlalchemy import select
 
 from state.core.db import session_scope
 from state.core.enums import TaskInstanceState
-from state.core.migrate import upgrade
 from state.core.models import TaskInstance
 from state.core.transitions import Fence, TryFenced
 from state.records.checkpoints import read_checkpoints, write_checkpoint
 from state.records.values import TIKey
+from tests.stores import migrated
 
 KEY = TIKey("d", "r", "t", -1)
 
@@ -25,7 +25,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         if request.param == "sqlite"
         else request.getfixturevalue("pg_url")
     )
-    upgrade(made)
+    migrated(made)
     return made
 
 

@@ -8,15 +8,15 @@ import threading
 import pytest
 
 from state.core.db import session_scope
-from state.core.migrate import upgrade
 from state.core.models import DagModel, DagRun
 from state.engine.scheduling import Enqueue, pass_after_end, try_schedule_run
+from tests.stores import migrated
 
 pytestmark = pytest.mark.integration
 
 
 def _a_run(url: str) -> int:
-    upgrade(url)
+    migrated(url)
     with session_scope(url) as session:
         session.add(
             DagModel(

@@ -26,6 +26,7 @@ from state.records import (
     reseal_variable,
     set_variable,
 )
+from tests.stores import migrated
 from tradewind.settings import SettingsError, reload_settings
 
 PG_DATABASE_PREFIX = "tw_fernet_"
@@ -56,7 +57,7 @@ def use_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[UseKey
 
 @pytest.fixture
 def store(pg_url: str) -> str:
-    upgrade(pg_url)
+    migrated(pg_url)
     return pg_url
 
 

@@ -19,11 +19,11 @@ from broker_config import message_of
 from scheduler.dag_sync import sync_dags
 from state.core.db import session_scope
 from state.core.enums import DagRunState, TaskInstanceState
-from state.core.migrate import upgrade
 from state.core.models import DagRun, TaskInstance
 from state.engine.runs import create_run
 from state.engine.scheduling import Enqueue, schedule_run_by_pk
 from state.engine.try_life import HeldTry, claim_try
+from tests.stores import migrated
 from tradewind.settings import Settings
 from worker.supervisor.execute import execute
 
@@ -40,7 +40,7 @@ class Stack:
         self.url = self.url or f"sqlite:///{self.home / 'tradewind.db'}"
         self.dags = self.home / "dags"
         self.dags.mkdir(parents=True, exist_ok=True)
-        upgrade(self.url)
+        migrated(self.url)
         self.settings = Settings(
             home=self.home, database_url=self.url, dags_folder=self.dags, kill_grace_seconds=1.0
         )
