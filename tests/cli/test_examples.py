@@ -62,6 +62,8 @@ def test_the_examples_end_as_their_docstrings_say(run_cli: RunCli, examples_env:
     assert sum(key.startswith("count_lines[") for key in mapped) == 7
     sensed = run_cli("dags", "test", "sensor_example", "--run-id", "r1", timeout=240)
     assert sensed.returncode == 0, sensed.stdout + sensed.stderr
-    assert "not done after poke 2" in sensed.stdout  # it waited, its slot given back
+    # It waited, its slot given back (at least one poke said not done; how many depends on how
+    # fast the machine gets to them).
+    assert "not done after poke 1" in sensed.stdout
     pooled = run_cli("dags", "test", "pool_example", "--run-id", "r1", timeout=240)
     assert "done result: 5 tables refreshed, two at a time" in pooled.stdout
