@@ -22,6 +22,11 @@ def failure_callable():
     return False
 
 
+# An hour from now, but today: after 23:00 UTC an hour later is tomorrow, a time already past.
+_NOW = datetime.datetime.now(datetime.UTC)
+LATER_TODAY = min(
+    _NOW + datetime.timedelta(hours=1), _NOW.replace(hour=23, minute=59, second=59)
+).time()
 NOT_TODAY = WeekDay(datetime.datetime.now(datetime.UTC).isoweekday() % 7 + 1)
 
 with DAG(
@@ -44,7 +49,7 @@ with DAG(
         timeout=1,
         poke_interval=0.5,
         soft_fail=True,
-        target_time=(datetime.datetime.now(tz=datetime.UTC) + datetime.timedelta(hours=1)).time(),
+        target_time=LATER_TODAY,
     )
 
     t3 = BashSensor(task_id="Sensor_succeeds", bash_command="exit 0")
