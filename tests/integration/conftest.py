@@ -11,9 +11,11 @@ import contextlib
 import fcntl
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +82,17 @@ class Fleet:
     def start_scheduler(self, name: str = "scheduler") -> subprocess.Popen[bytes]:
         return self.start(name, [sys.executable, "-m", "cli", "scheduler"])
 
+    def start_api(self, name: str = "api") -> str:
+        """``tradewind api-server`` on a free port, once it answers; its base URL."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        argv = [sys.executable, "-m", "cli", "api-server", "--host", "127.0.0.1"]
+        self.start(name, [*argv, "--port", str(port)])
+        base = f"http://127.0.0.1:{port}"
+        self.wait_for(lambda: _answers(f"{base}/api/v2/monitor/health"), 60, "the API server")
+        return base
+
     def log(self, name: str) -> str:
         return (self.home / f"{name}.log").read_text(errors="replace")
 
@@ -140,6 +153,14 @@ class Fleet:
                 _signal_group(process, signal.SIGKILL)
                 process.wait()
             out.close()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
 
 
 def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:

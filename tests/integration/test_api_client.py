@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -32,20 +31,6 @@ ASSET_DAGS = Path(__file__).parent / "api_asset_dags"
 PASSWORD = "s3cret-for-the-test"
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
-            return bool(reply.status == 200)
-    except OSError:
-        return False
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, object]]:
@@ -77,10 +62,7 @@ def _serve(make_fleet: Callable[..., Fleet], dags: Path) -> tuple[Fleet, str]:
     tradewind = [sys.executable, "-m", "cli"]
     create = [*tradewind, "users", "create", "--username", "admin", "--password", PASSWORD]
     subprocess.run([*create, "--role", "admin"], env=fleet.env, check=True, timeout=60)
-    port = _free_port()
-    fleet.start("api", [*tradewind, "api-server", "--host", "127.0.0.1", "--port", str(port)])
-    base = f"http://127.0.0.1:{port}"
-    fleet.wait_for(lambda: _answers(f"{base}/api/v2/monitor/health"), 60, "the API server")
+    base = fleet.start_api()
     return fleet, base
 
 

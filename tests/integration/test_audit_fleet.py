@@ -13,7 +13,6 @@ One run of a task that fails its first try and succeeds its second:
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -35,20 +34,6 @@ TASK_PAGE = "/dags/flaky/runs/r1/tasks/wobble"
 pytestmark = pytest.mark.integration
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
-            return bool(reply.status == 200)
-    except OSError:
-        return False
-
-
 def _token(base: str) -> str:
     body = json.dumps({"username": "admin", "password": PASSWORD}).encode()
     request = urllib.request.Request(
@@ -62,10 +47,7 @@ def _serve(fleet: Fleet) -> str:
     tradewind = [sys.executable, "-m", "cli"]
     create = [*tradewind, "users", "create", "--username", "admin", "--password", PASSWORD]
     subprocess.run([*create, "--role", "admin"], env=fleet.env, check=True, timeout=60)
-    port = _free_port()
-    fleet.start("api", [*tradewind, "api-server", "--host", "127.0.0.1", "--port", str(port)])
-    base = f"http://127.0.0.1:{port}"
-    fleet.wait_for(lambda: _answers(f"{base}/api/v2/monitor/health"), 60, "the API server")
+    base = fleet.start_api()
     return base
 
 

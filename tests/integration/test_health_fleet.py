@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,20 +30,6 @@ from tradewind.settings import reload_settings
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 TRADEWIND = [sys.executable, "-m", "cli"]
 SHORT = {"TRADEWIND_JOB_HEARTBEAT_SECONDS": "0.5", "TRADEWIND_JOB_HEALTH_THRESHOLD_SECONDS": "3"}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
-            return bool(reply.status == 200)
-    except OSError:
-        return False
 
 
 def _run_check(fleet: Fleet, *options: str) -> subprocess.CompletedProcess[str]:
@@ -85,10 +70,7 @@ def test_health_and_jobs_check_follow_the_fleets_heartbeats(
     fleet: Fleet = make_fleet(**SHORT)
     scheduler = fleet.start_scheduler()
     worker = fleet.start_worker(pool="prefork", concurrency=2)
-    port = _free_port()
-    fleet.start("api", [*TRADEWIND, "api-server", "--host", "127.0.0.1", "--port", str(port)])
-    base = f"http://127.0.0.1:{port}"
-    fleet.wait_for(lambda: _answers(f"{base}/api/v2/monitor/health"), 60, "the API server")
+    base = fleet.start_api()
     monitor = airflow.MonitorApi(airflow.ApiClient(airflow.Configuration(host=base)))
 
     def all_beat() -> bool:

@@ -14,8 +14,6 @@ server), answered through Airflow's own client (``apache-airflow-client`` 3.3.2)
 from __future__ import annotations
 
 import json
-import socket
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -32,20 +30,6 @@ from tests.integration.conftest import Fleet
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 DAGS = Path(__file__).parent / "hitl_dags"
 PASSWORD = "correct horse battery staple"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
-            return bool(reply.status == 200)
-    except OSError:
-        return False
 
 
 def _client(base: str, username: str) -> airflow.TaskInstanceApi:
@@ -70,11 +54,7 @@ def served(make_fleet: Any) -> tuple[Fleet, str]:
         create_user(session, "viewer", hashed, Role.VIEWER)
     fleet.start_scheduler()
     fleet.start_worker(concurrency=1)  # one slot: the waiting tasks must not hold it
-    port = _free_port()
-    fleet.start("api", [sys.executable, "-m", "cli", "api-server", "--port", str(port)])
-    base = f"http://127.0.0.1:{port}"
-    fleet.wait_for(lambda: _answers(f"{base}/api/v2/monitor/health"), 60, "the API server")
-    return fleet, base
+    return fleet, fleet.start_api()
 
 
 def _waiting(fleet: Fleet, dag_id: str, run_id: str) -> set[str]:

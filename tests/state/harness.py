@@ -7,6 +7,7 @@ never an object cached in a session that a conditional UPDATE did not refresh.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import textwrap
 from collections.abc import Iterator
@@ -18,16 +19,17 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
+from broker_config import message_of
 from scheduler.dag_sync import SyncResult, sync_dags
-from state.core.db import get_engine, session_scope
+from state.core.db import get_engine, session_scope, statement_scope
 from state.core.enums import DagRunState, TaskInstanceState
 from state.core.models import DagModel, DagRun, TaskInstance, XCom
 from state.core.transitions import transition_tis
 from state.engine.end import Recorded
 from state.engine.outcomes import Outcome
 from state.engine.runs import create_run
-from state.engine.scheduling import Enqueue, schedule_run_by_pk
-from state.engine.try_life import HeldTry, record
+from state.engine.scheduling import CachedDag, Enqueue, schedule_run, schedule_run_by_pk
+from state.engine.try_life import HeldTry, claim_try, record
 from tests.stores import migrated
 from tradewind.settings import Settings, reload_settings
 
@@ -150,6 +152,22 @@ def end_claimed(url: str, held: HeldTry, outcome: Outcome) -> Recorded:
     recorded, and what it queued."""
     ended = record(url, held, outcome)
     return Recorded(ended.recorded, ended.enqueued)
+
+
+def claim(home: Home, enqueue: Enqueue) -> HeldTry:
+    """Claim a queued try as its worker does; the held try."""
+    with statement_scope(home.url) as session:
+        claimed = claim_try(session, message_of(enqueue))
+    assert isinstance(claimed, HeldTry), claimed
+    return claimed
+
+
+def schedule(home: Home, run_pk: int, now: dt.datetime | None = None) -> list[Enqueue]:
+    """One scheduling pass over the run (as of ``now``); the tries it queued."""
+    with session_scope(home.url) as session:
+        run = session.get_one(DagRun, run_pk, with_for_update=True)
+        dag = CachedDag.of(session.get_one(DagModel, run.dag_id))
+        return schedule_run(session, run, dag, now) if now else schedule_run(session, run, dag)
 
 
 @contextmanager

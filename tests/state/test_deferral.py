@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from broker_config import message_of
-from state.core.db import session_scope, statement_scope
+from state.core.db import session_scope
 from state.core.enums import TASK_INSTANCE_TRANSITIONS, TaskInstanceState
-from state.core.models import DagModel, DagRun, Trigger, utcnow
+from state.core.models import DagRun, Trigger, utcnow
 from state.engine.deferral import (
     TriggerOutcome,
     beat_triggers,
@@ -27,9 +26,9 @@ from state.engine.deferral import (
 )
 from state.engine.outcomes import Deferred, Succeeded
 from state.engine.runs import clear_task_instances
-from state.engine.scheduling import CachedDag, Enqueue, schedule_run
-from state.engine.try_life import HeldTry, claim_try
-from tests.state.harness import Home, end_claimed, tradewind_home
+from state.engine.scheduling import Enqueue
+from state.engine.try_life import HeldTry
+from tests.state.harness import Home, claim, end_claimed, schedule, tradewind_home
 
 TI = TaskInstanceState
 
@@ -57,19 +56,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
         made.write_dag(DAG_SOURCE)
         assert made.sync().import_errors == {}
         yield made
-
-
-def claim(home: Home, enqueue: Enqueue) -> HeldTry:
-    with statement_scope(home.url) as session:
-        claimed = claim_try(session, message_of(enqueue))
-    assert isinstance(claimed, HeldTry), claimed
-    return claimed
-
-
-def schedule(home: Home, run_pk: int) -> list[Enqueue]:
-    with session_scope(home.url) as session:
-        run = session.get_one(DagRun, run_pk, with_for_update=True)
-        return schedule_run(session, run, CachedDag.of(session.get_one(DagModel, run.dag_id)))
 
 
 def deferred_a(home: Home) -> tuple[int, HeldTry]:

@@ -15,18 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from broker_config import message_of
 from state.core import Page
-from state.core.db import session_scope, statement_scope
+from state.core.db import session_scope
 from state.core.enums import TASK_INSTANCE_TRANSITIONS, TaskInstanceState
-from state.core.models import DagModel, DagRun, HITLDetail, utcnow
+from state.core.models import DagRun, HITLDetail, utcnow
 from state.engine.hitl import TIMED_OUT, AnswerRefused, answer, time_out_questions
 from state.engine.outcomes import AwaitingInput, Succeeded
 from state.engine.runs import clear_task_instances
-from state.engine.scheduling import CachedDag, Enqueue, schedule_run
-from state.engine.try_life import HeldTry, claim_try
+from state.engine.scheduling import Enqueue
 from state.views.hitl import QuestionFilter, list_questions
-from tests.state.harness import Home, end_claimed, tradewind_home
+from tests.state.harness import Home, claim, end_claimed, schedule, tradewind_home
 from tradewind.triggers.base import decode_kwargs
 
 TI = TaskInstanceState
@@ -64,19 +62,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Home]:
         made.write_dag(DAG_SOURCE)
         assert made.sync().import_errors == {}
         yield made
-
-
-def claim(home: Home, enqueue: Enqueue) -> HeldTry:
-    with statement_scope(home.url) as session:
-        claimed = claim_try(session, message_of(enqueue))
-    assert isinstance(claimed, HeldTry), claimed
-    return claimed
-
-
-def schedule(home: Home, run_pk: int) -> list[Enqueue]:
-    with session_scope(home.url) as session:
-        run = session.get_one(DagRun, run_pk, with_for_update=True)
-        return schedule_run(session, run, CachedDag.of(session.get_one(DagModel, run.dag_id)))
 
 
 def asking_a(home: Home, question: dict | None = None, timeout: float | None = 60.0) -> int:

@@ -12,17 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from broker_config import message_of
-from state.core.db import session_scope, statement_scope
+from state.core.db import session_scope
 from state.core.enums import TASK_INSTANCE_TRANSITIONS, TaskInstanceState
-from state.core.models import DagModel, DagRun, utcnow
+from state.core.models import utcnow
 from state.core.structure import DagStructure
 from state.engine.end_plan import FirstWaiting, plan_reschedule
 from state.engine.outcomes import Rescheduled
 from state.engine.pools import set_pool
-from state.engine.scheduling import CachedDag, Enqueue, schedule_run
-from state.engine.try_life import HeldTry, claim_try
-from tests.state.harness import Home, end_claimed, tradewind_home
+from tests.state.harness import Home, claim, end_claimed, schedule, tradewind_home
 
 TI = TaskInstanceState
 
@@ -53,19 +50,6 @@ def sensors(
         yield made
 
 
-def claim(home: Home, enqueue: Enqueue) -> HeldTry:
-    with statement_scope(home.url) as session:
-        claimed = claim_try(session, message_of(enqueue))
-    assert isinstance(claimed, HeldTry), claimed
-    return claimed
-
-
-def schedule_at(home: Home, run_pk: int, now: dt.datetime) -> list[Enqueue]:
-    with session_scope(home.url) as session:
-        run = session.get_one(DagRun, run_pk, with_for_update=True)
-        return schedule_run(session, run, CachedDag.of(session.get_one(DagModel, run.dag_id)), now)
-
-
 def test_a_reschedule_plans_a_slot_hand_over_to_the_first_waiting_try() -> None:
     assert plan_reschedule(DagStructure(dag_id="sensing")) == FirstWaiting()
     assert TI.UP_FOR_RESCHEDULE in TASK_INSTANCE_TRANSITIONS[TI.RUNNING]
@@ -87,11 +71,11 @@ def test_a_rescheduled_try_frees_its_slot_and_its_next_poke_is_the_same_try(
     assert recorded and [enqueue.task_id for enqueue in ready] == ["b"]
     a = sensors.ti(run_pk, "a")
     assert (a.state, a.try_number, a.next_retry_at) == (TI.UP_FOR_RESCHEDULE, 1, next_poke)
-    assert schedule_at(sensors, run_pk, next_poke - dt.timedelta(seconds=1)) == []
+    assert schedule(sensors, run_pk, next_poke - dt.timedelta(seconds=1)) == []
 
     b = claim(sensors, ready[0])
     end_claimed(sensors.url, b, Rescheduled(next_poke))
-    [again] = schedule_at(sensors, run_pk, next_poke)
+    [again] = schedule(sensors, run_pk, next_poke)
 
     assert (again.task_id, again.try_number) == ("a", 1)
     repoke = claim(sensors, again)
