@@ -84,9 +84,7 @@ class Fleet:
 
     def start_api(self, name: str = "api") -> str:
         """``tradewind api-server`` on a free port, once it answers; its base URL."""
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
+        port = _free_port()
         argv = [sys.executable, "-m", "cli", "api-server", "--host", "127.0.0.1"]
         self.start(name, [*argv, "--port", str(port)])
         base = f"http://127.0.0.1:{port}"
@@ -153,6 +151,12 @@ class Fleet:
                 _signal_group(process, signal.SIGKILL)
                 process.wait()
             out.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _answers(url: str) -> bool:

@@ -22,8 +22,7 @@ import httpx2 as httpx
 import pytest
 
 from tests import aio
-from tests.integration.conftest import Fleet
-from tests.integration.test_api_client import _answers, _free_port
+from tests.integration.conftest import Fleet, _answers, _free_port
 
 DAGS = Path(__file__).parent / "api_dags"
 PASSWORD = "s3cret-for-the-load-test"

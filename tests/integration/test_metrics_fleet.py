@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.conftest import Fleet
-from tests.integration.test_api_client import _answers, _free_port
+from tests.integration.conftest import Fleet, _answers, _free_port
 
 DAGS = Path(__file__).parent / "metrics_dags"
 TOKEN = "scrape-token-for-the-fleet-test"
