@@ -12,7 +12,7 @@ import json
 from typing import Any, ClassVar, Literal
 
 from fastapi import HTTPException, status
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt
 
 from state.core import Connection, DagImportError, TaskStateValue, Variable
 from state.views import PoolUse, XComRow, import_error_id
@@ -60,7 +60,7 @@ class PoolBody(_Body):
     unsupported: ClassVar[dict[str, object]] = {"include_deferred": False, "team_name": None}
 
     name: str = Field(min_length=1, max_length=250)
-    slots: int = Field(ge=0, le=2**31 - 1)
+    slots: StrictInt = Field(ge=0, le=2**31 - 1)  # true is not a number of slots
     description: str | None = None
     include_deferred: bool = False
     team_name: str | None = None
@@ -70,7 +70,7 @@ class PoolPatchBody(_Body):
     unsupported: ClassVar[dict[str, object]] = {"include_deferred": False, "team_name": None}
 
     pool: str | None = None
-    slots: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    slots: StrictInt | None = Field(default=None, ge=0, le=2**31 - 1)
     description: str | None = None
     include_deferred: bool | None = None
     team_name: str | None = None
