@@ -43,7 +43,7 @@ from state.engine import (
     release_triggers,
     time_out_deferrals,
 )
-from state.records import Heart, JobKind
+from state.records import Heart, JobKind, StoreLookups
 from tradewind.loader import one_line_error
 from tradewind.settings import Settings
 from tradewind.triggers.base import BaseTrigger, TriggerEvent, encode_kwargs
@@ -51,7 +51,6 @@ from tradewind.triggers.services import set_cross_dag, set_lookups
 from triggerer.block_watch import BlockWatch
 from triggerer.classes import TriggerClasses
 from triggerer.cross_dag import StoreCrossDag
-from triggerer.lookups import StoreLookups
 
 log = logging.getLogger("tradewind.triggerer")
 #: Triggers of task instances no longer deferred are dropped every this many claim turns.

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from state.records.checkpoints import BATCH_PREFIX, CHECKPOINT_PREFIX, MARKER_KEY, batch_number
     from state.records.connections import (
         Resealed,
+        StoreLookups,
         connection_ids,
         delete_connection,
         delete_variable,
@@ -220,6 +221,7 @@ _MODULE_OF = {
     "list_users_page": "users",
     "list_variables": "connections",
     "Resealed": "connections",
+    "StoreLookups": "connections",
     "connection_ids": "connections",
     "reseal_connection": "connections",
     "reseal_variable": "connections",
@@ -290,6 +292,7 @@ __all__ = [
     "Queued",
     "Resealed",
     "Role",
+    "StoreLookups",
     "TIKey",
     "TryView",
     "UserExists",

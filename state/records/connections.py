@@ -8,12 +8,15 @@ read here is plain, what is written is encrypted with the first key. ``reseal_co
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from state.core import Connection, Variable, current_cipher
+if TYPE_CHECKING:
+    from tradewind.connections import Connection as TaskConnection
+
+from state.core import Connection, Variable, current_cipher, statement_scope
 
 #: What resealing a row did: re-encrypted it (or encrypted it for the first time), found it
 #: already under the first key, or found it gone.
@@ -108,3 +111,47 @@ def reseal_variable(session: Session, key: str) -> Resealed:
         return "current"
     row.stored_value, row.is_encrypted = value, True
     return "resealed"
+
+
+class StoreLookups:
+    """``Connection.get`` and ``Variable.get`` read from the store, for code that runs outside a
+    task (a clear's object purgers, the triggerer's triggers, the failure e-mail's SMTP).
+
+    In the triggerer, hooks call these through ``sync_to_async`` or a thread, so the loop does
+    not wait on SQL; a trigger calling them straight from ``run()`` holds the loop for one read.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def find_connection(self, conn_id: str) -> TaskConnection | None:
+        from tradewind.connections import Connection as TaskConnection
+
+        with statement_scope(self.url) as session:
+            row = get_connection(session, conn_id)
+            if row is None:
+                return None
+            return TaskConnection(
+                conn_id=row.conn_id,
+                conn_type=row.conn_type,
+                host=row.host,
+                login=row.login,
+                password=row.password,
+                schema=row.schema,
+                port=row.port,
+                extra=dict(row.extra or {}),
+            )
+
+    def get_connection(self, conn_id: str) -> TaskConnection:
+        found = self.find_connection(conn_id)
+        if found is None:
+            raise LookupError(f"connection {conn_id!r} is not defined")
+        return found
+
+    def get_variable(self, key: str) -> str | None:
+        with statement_scope(self.url) as session:
+            row = get_variable(session, key)
+            return None if row is None else row.value
+
+    def mask_secret(self, value: str) -> None:
+        """Nothing: outside a task there is no try's log to mask (the supervisor's job)."""

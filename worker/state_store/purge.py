@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from state.core import TaskStateValue
+from state.records import StoreLookups
 from tradewind.settings import Settings
-from worker.xcom.purge import StoreLookups, purger_of
+from worker.xcom.purge import purger_of
 
 
 def state_purger(settings: Settings) -> Callable[[Sequence[TaskStateValue]], None] | None:

@@ -17,9 +17,8 @@ import socket
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from state.core import session_scope
 from state.engine import Failed, HeldTry, Outcome
-from state.records import get_connection
+from state.records import StoreLookups
 from tradewind.connections import Connection
 from tradewind.emails import send_email
 from tradewind.exceptions import TaskNotFound
@@ -77,20 +76,7 @@ def alert_message(held: HeldTry, state: str, error: str, settings: Settings) -> 
 
 def _connection(settings: Settings) -> Connection | None:
     """The SMTP connection from the store; None when it is not defined (the settings' server)."""
-    with session_scope(settings.sql_url) as session:
-        row = get_connection(session, settings.smtp_conn_id)
-        if row is None:
-            return None
-        return Connection(
-            conn_id=row.conn_id,
-            conn_type=row.conn_type,
-            host=row.host,
-            login=row.login,
-            password=row.password,
-            schema=row.schema,
-            port=row.port,
-            extra=dict(row.extra or {}),
-        )
+    return StoreLookups(settings.sql_url).find_connection(settings.smtp_conn_id)
 
 
 def _one_line(error: BaseException) -> str:

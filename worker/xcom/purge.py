@@ -11,40 +11,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from state.core import XCom, session_scope
-from state.records import get_connection, get_variable
-from tradewind.connections import Connection
+from state.core import XCom
+from state.records import StoreLookups
 from tradewind.settings import Settings
 from worker.xcom.base import XComAddress, XComBackend
 from worker.xcom.configured import backend_class, runs_in_helper
-
-
-class StoreLookups:
-    """Connections and Variables read from the SQL store (for code that runs outside a task)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def get_connection(self, conn_id: str) -> Connection:
-        with session_scope(self.url) as session:
-            row = get_connection(session, conn_id)
-            if row is None:
-                raise LookupError(f"connection {conn_id!r} is not defined")
-            return Connection(
-                row.conn_id,
-                row.conn_type,
-                row.host,
-                row.login,
-                row.password,
-                row.schema,
-                row.port,
-                dict(row.extra or {}),
-            )
-
-    def get_variable(self, key: str) -> str | None:
-        with session_scope(self.url) as session:
-            row = get_variable(session, key)
-            return None if row is None else row.value
 
 
 class StoredRow(Protocol):
