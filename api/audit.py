@@ -25,7 +25,7 @@ from api.deps import (
     Principal,
 )
 from state.core import DagRun, TaskInstance
-from state.engine import Plan
+from state.engine import Answered, Plan, answer
 from state.records import About, Actor, Origin, record_event
 
 
@@ -119,3 +119,19 @@ ActingAdmin = Annotated[Actor, Depends(_api_admin)]
 PageActingRunner = Annotated[Actor, Depends(_page_runner)]
 PageActingEditor = Annotated[Actor, Depends(_page_editor)]
 PageActingAdmin = Annotated[Actor, Depends(_page_admin)]
+
+
+def answer_as(
+    session: Session,
+    who: Actor,
+    ti: TaskInstance,
+    chosen_options: list[str],
+    params_input: Mapping[str, Any],
+) -> Answered:
+    """``who``'s answer to ``ti``'s human-in-the-loop question (``state.engine.answer``,
+    ``AnswerRefused`` when it cannot be taken), recorded in the event log."""
+    name = who.user or ""
+    taken = answer(session, ti.id, {"id": name, "name": name}, chosen_options, params_input)
+    extra = {"chosen_options": taken.chosen_options, "params_input": taken.params_input}
+    record_event(session, who, "update_hitl_detail", about_ti(ti), extra)
+    return taken

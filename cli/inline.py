@@ -200,7 +200,7 @@ def _say_what_is_asked(
     """Once per question: which task waits for a person, and where to answer it."""
     with session_scope(url) as session:
         run = session.get_one(DagRun, run_pk)
-        waiting = [q for q in waiting_questions(session, run.dag_id, run.run_id)]
+        waiting = waiting_questions(session, run.dag_id, run.run_id)
     for question in waiting:
         if question.ti.id in asked:
             continue

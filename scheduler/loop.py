@@ -47,6 +47,7 @@ from state.engine import (
     Enqueue,
     Purgers,
     RunWakeups,
+    TimedOutQuestion,
     dag_tasks,
     fail_queued,
     find_stalled_queued,
@@ -188,12 +189,13 @@ class Scheduler:
         self._create_due_runs(stats)
         stats.created += len(create_asset_triggered_runs(self.url))
         self._time_out_runs()
-        self._time_out_questions()
         self._schedule_runs(stats)
         self._rescue_stalled_queued(stats)
         self._reap_zombies(stats)
-        with session_scope(self.url) as session:
+        with session_scope(self.url) as session:  # housekeeping: one transaction a loop
             purge_expired_states(session)
+            answered = time_out_questions(session, utcnow())
+        self._say_timed_out(answered)
         return stats
 
     def sync_if_changed(self, force: bool = False) -> None:
@@ -260,11 +262,9 @@ class Scheduler:
                     continue  # another process holds it: looked at again next loop
             log.warning("run %s of %s timed out (dagrun_timeout): failed", run.run_id, run.dag_id)
 
-    def _time_out_questions(self) -> None:
-        """Answer the human-in-the-loop questions past their timeout with their defaults (or
-        fail them without): state/engine/hitl.py."""
-        with session_scope(self.url) as session:
-            answered = time_out_questions(session, utcnow())
+    def _say_timed_out(self, answered: list[TimedOutQuestion]) -> None:
+        """The human-in-the-loop questions the loop's housekeeping answered with their defaults
+        (or a timeout error) once their timeout passed (state/engine/hitl.py)."""
         for question in answered:
             how = f"its defaults {question.defaults}" if question.defaults else "a timeout error"
             log.info(

@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from fastapi import HTTPException, status
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
 
 from state.core import Connection, DagImportError, TaskStateValue, Variable
 from state.views import PoolUse, XComRow, import_error_id
 from tradewind.connections import is_sensitive
 
 MASK = "***"
+
+
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):  # JSON's true is not a number of slots (pydantic would take 1)
+        raise ValueError("slots must be a number, not true or false")
+    return value
+
+
+Slots = Annotated[int, Field(ge=0, le=2**31 - 1), BeforeValidator(_not_a_bool)]
 
 
 class _Body(BaseModel):
@@ -60,7 +69,7 @@ class PoolBody(_Body):
     unsupported: ClassVar[dict[str, object]] = {"include_deferred": False, "team_name": None}
 
     name: str = Field(min_length=1, max_length=250)
-    slots: StrictInt = Field(ge=0, le=2**31 - 1)  # true is not a number of slots
+    slots: Slots
     description: str | None = None
     include_deferred: bool = False
     team_name: str | None = None
@@ -70,7 +79,7 @@ class PoolPatchBody(_Body):
     unsupported: ClassVar[dict[str, object]] = {"include_deferred": False, "team_name": None}
 
     pool: str | None = None
-    slots: StrictInt | None = Field(default=None, ge=0, le=2**31 - 1)
+    slots: Slots | None = None
     description: str | None = None
     include_deferred: bool | None = None
     team_name: str | None = None

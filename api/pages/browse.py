@@ -23,8 +23,7 @@ from api.models.dag_runs import dag_run_response
 from api.pages.common import Pager
 from api.pages.dag import dag_or_404, page_context
 from api.pages.filters import Filters, Order
-from api.pages.runs import duration, run_url, when
-from api.pages.task_instances import task_url
+from api.pages.runs import duration, run_url, task_url, when
 from api.templating import render
 from state.core import DagRunState, TaskInstanceState
 from state.views import RunFilter, TIFilter, list_runs, list_task_instances

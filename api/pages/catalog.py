@@ -15,8 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 from api.deps import DbSession, PageRefused, PageUser
 from api.pages.common import Pager
 from api.pages.filters import Filters, Order
-from api.pages.runs import run_url, when
-from api.pages.task_instances import task_url
+from api.pages.runs import run_url, task_url, when
 from api.paging import MAX_SQL_INT
 from api.templating import render
 from state.core import NotFound

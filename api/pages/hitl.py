@@ -18,18 +18,17 @@ from fastapi import APIRouter, Form, Request, status
 from fastapi.responses import RedirectResponse, Response
 from starlette.datastructures import FormData, QueryParams
 
-from api.audit import PageActingRunner
+from api.audit import PageActingRunner, answer_as
 from api.csrf import FormPost
 from api.deps import DbSession, Principal
 from api.pages.common import flash
-from api.pages.runs import MISSING, RUN_PAGE, missing, run_url
+from api.pages.runs import MISSING, TASK_PAGE, missing, task_url
 from state.core import HITLDetail, TaskInstance, TaskInstanceState
-from state.engine import AnswerRefused, answer
-from state.records import About, Role, TIKey, record_event
+from state.engine import AnswerRefused, is_assignee
+from state.records import Role, TIKey
 from state.views import get_task_instance, question_of
 
 router = APIRouter(include_in_schema=False)
-TASK_PAGE = RUN_PAGE + "/tasks/{task_id}"
 FormIndex = Annotated[int, Form(ge=-1)]
 FIELD_PREFIX = "param:"
 
@@ -58,13 +57,8 @@ def question_context(
 
 
 def _may_answer(detail: HITLDetail, user: Principal) -> bool:
-    if not user.may(Role.USER):
-        return False
-    assignees = detail.assignees or []
-    if not assignees:
-        return True
-    allowed = {str(a.get("id")) for a in assignees} | {str(a.get("name")) for a in assignees}
-    return user.username in allowed
+    me = {"id": user.username, "name": user.username}
+    return user.may(Role.USER) and is_assignee(detail.assignees, me)
 
 
 def _field(name: str, spec: Any, given: str | None) -> dict[str, Any]:
@@ -157,25 +151,19 @@ async def answer_question(
     map_index: FormIndex = -1,
 ) -> Response:
     """A person's answer from the task page's form; a refusal is shown there in one line."""
-    index = f"?map_index={map_index}" if map_index >= 0 else ""
-    page = f"{run_url(dag_id, run_id)}/tasks/{task_id}{index}"
-    back = RedirectResponse(page, status.HTTP_303_SEE_OTHER)
+    back = RedirectResponse(task_url(dag_id, run_id, task_id, map_index), status.HTTP_303_SEE_OTHER)
     try:
         ti = get_task_instance(session, TIKey(dag_id, run_id, task_id, map_index)).ti
     except MISSING as error:
         return missing(request, error)
     detail = question_of(session, ti.id)
-    user = {"id": who.user or "", "name": who.user or ""}
     try:
         if detail is None:
             raise AnswerRefused(404, "this task instance asks no question")
         chosen, given = form_answer(detail, await request.form())
-        taken = answer(session, ti.id, user, chosen, given)
+        taken = answer_as(session, who, ti, chosen, given)
     except AnswerRefused as refused:
         flash(request, f"Not answered: {refused}", "error")
         return back
-    about = About(ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.try_number)
-    extra = {"chosen_options": taken.chosen_options, "params_input": taken.params_input}
-    record_event(session, who, "update_hitl_detail", about, extra)
     flash(request, f"Answered {', '.join(taken.chosen_options)}: {task_id} resumes.")
     return back

@@ -59,6 +59,7 @@ from state.views import (
 
 router = APIRouter(include_in_schema=False)
 RUN_PAGE = "/dags/{dag_id}/runs/{run_id}"
+TASK_PAGE = RUN_PAGE + "/tasks/{task_id}"
 PageRunner = Annotated[Principal, Depends(require_on_page(Role.USER))]
 MISSING = (NotFound, UnknownDag, UnknownTask, BadScope)
 #: The tasks one page of the run's task table shows.
@@ -100,6 +101,11 @@ def when(moment: dt.datetime | None) -> str:
 
 def run_url(dag_id: str, run_id: str) -> str:
     return f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def task_url(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+    index = f"?map_index={map_index}" if map_index >= 0 else ""
+    return f"{run_url(dag_id, run_id)}/tasks/{task_id}{index}"
 
 
 def missing(request: Request, error: Exception) -> HTMLResponse:

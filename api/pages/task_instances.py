@@ -29,7 +29,16 @@ from api.deps import Context, DbSession, PageUser, Principal
 from api.log_lines import parse
 from api.logs import LogWindow, read_after, read_before, read_tail, try_log
 from api.pages.hitl import question_context
-from api.pages.runs import MISSING, RUN_PAGE, duration, missing, page_dag, run_url, when
+from api.pages.runs import (
+    MISSING,
+    TASK_PAGE,
+    duration,
+    missing,
+    page_dag,
+    run_url,
+    task_url,
+    when,
+)
 from api.pages.waiting import waiting_reasons
 from api.structure import dag_view
 from api.templating import render
@@ -72,7 +81,6 @@ from state.views import (
 )
 
 router = APIRouter(include_in_schema=False)
-TASK_PAGE = RUN_PAGE + "/tasks/{task_id}"
 PAGE_SIZE = 25
 #: The most bytes of log one answer carries: the page opens on this much of the tail, pages back
 #: this much at a time, and a follower further behind than this jumps to the tail.
@@ -82,11 +90,6 @@ LOG_WINDOW_BYTES = 4 * 1024 * 1024
 MapIndex = Annotated[int, Query(ge=-1)]
 Offset = Annotated[int, Query(ge=0)]
 FormIndex = Annotated[int, Form(ge=-1)]
-
-
-def task_url(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
-    index = f"?map_index={map_index}" if map_index >= 0 else ""
-    return f"{run_url(dag_id, run_id)}/tasks/{task_id}{index}"
 
 
 def _log(context: Context, ti: TaskInstance, try_number: int) -> dict[str, Any]:

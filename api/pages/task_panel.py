@@ -15,9 +15,8 @@ from fastapi.responses import HTMLResponse, Response
 
 from api.deps import Context, DbSession, PageUser
 from api.logs import read_tail, try_log
-from api.pages.runs import MISSING, missing
+from api.pages.runs import MISSING, TASK_PAGE, missing
 from api.pages.task_instances import (
-    TASK_PAGE,
     MapIndex,
     levels_of,
     log_lines,

@@ -14,7 +14,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query
 from sqlalchemy.orm import Session
 
-from api.audit import ActingRunner
+from api.audit import ActingRunner, answer_as
 from api.deps import CanRead, DbSession
 from api.models.hitl import (
     HITLDetailCollection,
@@ -25,10 +25,9 @@ from api.models.hitl import (
     hitl_detail,
 )
 from api.paging import MAX_SQL_INT, OptionalMapIndex, Paging, TryNumberPath
-from state.core import Page
-from state.engine import AnswerRefused, answer
-from state.records import About, record_event
-from state.views import Question, QuestionFilter, list_questions
+from state.engine import AnswerRefused
+from state.records import TIKey
+from state.views import Question, QuestionFilter, get_task_instance, list_questions, question_of
 
 router = APIRouter(tags=["Task Instance"])
 RUN_PATH = "/dags/{dag_id}/dagRuns/{dag_run_id}"
@@ -38,15 +37,16 @@ MapIndex = Annotated[int, Path(ge=-1, le=MAX_SQL_INT)]
 
 
 def _question(session: Session, dag_id: str, run_id: str, task_id: str, map_index: int) -> Question:
-    where = QuestionFilter(dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=map_index)
-    found, _total = list_questions(session, where, Page(limit=1))
-    if not found:
+    """The task instance's question (404 when the task instance asks none, or does not exist)."""
+    row = get_task_instance(session, TIKey(dag_id, run_id, task_id, map_index))
+    detail = question_of(session, row.ti.id)
+    if detail is None:
         raise HTTPException(
             404,
             f"task instance {task_id!r} (map index {map_index}) of run {run_id!r} of DAG "
             f"{dag_id!r} has no human-in-the-loop question",
         )
-    return found[0]
+    return Question(detail, row.ti, row.logical_date, row.run_after)
 
 
 @router.patch(HITL_PATH)
@@ -61,16 +61,13 @@ def update_hitl_detail(
 ) -> HITLDetailResponse:
     question = _question(session, dag_id, dag_run_id, task_id, map_index)
     ti = question.ti
-    user = {"id": who.user or "", "name": who.user or ""}
     try:
-        taken = answer(session, ti.id, user, body.chosen_options, body.params_input)
+        taken = answer_as(session, who, ti, body.chosen_options, body.params_input)
     except AnswerRefused as refused:
         raise HTTPException(refused.status, str(refused)) from None
-    about = About(ti.dag_id, ti.run_id, ti.task_id, ti.map_index, ti.try_number)
-    extra = {"chosen_options": taken.chosen_options, "params_input": taken.params_input}
-    record_event(session, who, "update_hitl_detail", about, extra)
+    assert taken.responded_by is not None  # a person answered
     return HITLDetailResponse(
-        responded_by=HITLUser(**user),
+        responded_by=HITLUser(**taken.responded_by),
         responded_at=taken.responded_at,
         chosen_options=taken.chosen_options,
         params_input=taken.params_input,

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         TimedOutQuestion,
         answer,
         ask,
+        is_assignee,
         time_out_questions,
     )
     from state.engine.liveness import (
@@ -149,6 +150,7 @@ _MODULE_OF = {
     "TimedOutQuestion": "hitl",
     "answer": "hitl",
     "ask": "hitl",
+    "is_assignee": "hitl",
     "time_out_questions": "hitl",
     "Purgers": "cross_dag",
     "dag_tasks_and_groups": "cross_dag",
@@ -290,6 +292,7 @@ __all__ = [
     "get_dag_model",
     "give_up_try",
     "group_task_ids",
+    "is_assignee",
     "list_backfills",
     "plan_backfill",
     "plan_clear",

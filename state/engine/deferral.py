@@ -207,21 +207,30 @@ def fire_trigger(
     )
     if held.ti_id is None:
         return Fired(True)
+    return Fired(True, resume_waiting(session, held.ti_id, held.try_number, TI.DEFERRED, payload))
+
+
+def resume_waiting(
+    session: Session, ti_id: int, try_number: int, waiting: TaskInstanceState, event: Any
+) -> bool:
+    """``waiting -> scheduled`` for the same try, with ``event`` added to the ``next_kwargs`` of
+    the method it resumes in (a trigger's event, a person's answer); False when the task
+    instance no longer waits there."""
     current = session.execute(
-        select(_TI.c.next_kwargs).where(_TI.c.id == held.ti_id, _TI.c.state == TI.DEFERRED)
+        select(_TI.c.next_kwargs).where(_TI.c.id == ti_id, _TI.c.state == waiting)
     ).first()
     if current is None:
-        return Fired(True)
-    kwargs = {**(current.next_kwargs or {}), "event": payload}
+        return False
+    kwargs = {**(current.next_kwargs or {}), "event": event}
     moved = transition_tis(
         session,
-        [held.ti_id],
-        [TI.DEFERRED],
+        [ti_id],
+        [waiting],
         TI.SCHEDULED,
         {"next_kwargs": kwargs, "try_number": SAME_TRY, "end_date": None},
-        try_number=held.try_number,
+        try_number=try_number,
     )
-    return Fired(True, moved == 1)
+    return moved == 1
 
 
 @dataclass(frozen=True)
@@ -376,8 +385,6 @@ def fail_trigger(
             .where(_TRIGGER.c.id == trigger_id)
             .values(fired_at=None, event=None, claim_token=None, triggerer_id=None)
         )
-        return Fired(True)
-    if row.ti_id is None:
         return Fired(True)
     values = {"error": error, "end_date": now, "next_method": None, "next_kwargs": None}
     moved = transition_tis(

@@ -26,8 +26,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from state.core import HITL_TABLE, TI_TABLE, TaskInstanceState, transition_tis, utcnow
-from state.engine.deferral import SAME_TRY
+from state.core import HITL_TABLE, TI_TABLE, TaskInstanceState, utcnow
+from state.engine.deferral import resume_waiting
 from tradewind.params import ParamValidationError, check_value
 from tradewind.triggers.base import encode_kwargs
 
@@ -138,12 +138,18 @@ def answer(
     return Answered(chosen, given, responder, now, resumed)
 
 
-def _check_assignee(assignees: list[dict[str, str]] | None, user: Mapping[str, str]) -> None:
+def is_assignee(assignees: list[dict[str, str]] | None, user: Mapping[str, str]) -> bool:
+    """Whether ``user`` may answer a question that names ``assignees`` (none: anybody), by
+    user id or name, either matching an assignee's id or name."""
     if not assignees:
-        return
+        return True
     allowed = {str(a.get("id")) for a in assignees} | {str(a.get("name")) for a in assignees}
-    if str(user["id"]) not in allowed and str(user["name"]) not in allowed:
-        names = ", ".join(str(a.get("name") or a.get("id")) for a in assignees)
+    return str(user["id"]) in allowed or str(user["name"]) in allowed
+
+
+def _check_assignee(assignees: list[dict[str, str]] | None, user: Mapping[str, str]) -> None:
+    if not is_assignee(assignees, user):
+        names = ", ".join(str(a.get("name") or a.get("id")) for a in assignees or ())
         raise AnswerRefused(403, f"{user['name']} may not answer: the assigned users are {names}")
 
 
@@ -204,25 +210,12 @@ def _event(
 
 def _resume(session: Session, ti_id: int, try_number: int, event: dict[str, Any]) -> bool:
     """``awaiting_input -> scheduled`` for the same try, with ``event`` for its method."""
-    current = session.execute(
-        select(_TI.c.next_kwargs).where(_TI.c.id == ti_id, _TI.c.state == TI.AWAITING_INPUT)
-    ).first()
-    if current is None:
-        return False
-    kwargs = {**(current.next_kwargs or {}), "event": encode_kwargs(event)}
-    moved = transition_tis(
-        session,
-        [ti_id],
-        [TI.AWAITING_INPUT],
-        TI.SCHEDULED,
-        {"next_kwargs": kwargs, "try_number": SAME_TRY, "end_date": None},
-        try_number=try_number,
-    )
-    if moved:
+    resumed = resume_waiting(session, ti_id, try_number, TI.AWAITING_INPUT, encode_kwargs(event))
+    if resumed:
         from state.engine.run_wake import notify_run_created
 
         notify_run_created(session)  # queued by the next pass: start it now
-    return moved == 1
+    return resumed
 
 
 @dataclass(frozen=True)
