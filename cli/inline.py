@@ -217,7 +217,7 @@ def _say_what_is_asked(
             f"(options {', '.join(detail.options)}): answer it at {where} "
             f"(`tradewind api-server` on this store), or with the API's PATCH "
             f".../taskInstances/{ti.task_id}/{ti.map_index}/hitlDetails{timeout}",
-            style="dark_orange",
+            style="dodger_blue1",
         )
 
 

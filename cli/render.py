@@ -44,7 +44,7 @@ STATE_STYLES = {
     "up_for_retry": "yellow",
     "up_for_reschedule": "yellow",
     "deferred": "medium_purple",
-    "awaiting_input": "dark_orange",
+    "awaiting_input": "dodger_blue1",
     "running": "cyan",
     "queued": "blue",
     "scheduled": "magenta",
